@@ -1,0 +1,44 @@
+"""Fixtures and markers shared by every test suite in the repository.
+
+pytest finds this file for any test under the repository root, so the package suites
+(packages/*/tests) and the cross-package suite (tests/) share one definition of the CUDA
+skip and of the device parametrisation.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+try:
+    # Import the real shared_build before pytest collects shared_build/tests: in importlib
+    # mode pytest would otherwise register the repository folder shared_build/ (no
+    # __init__.py) as an empty namespace module of that name.
+    import shared_build  # noqa: F401
+except ImportError:
+    pass
+
+CUDA_AVAILABLE = torch.cuda.is_available()
+NO_CUDA_REASON = (
+    "no CUDA GPU visible (torch.cuda.is_available() is False); run on a GPU machine, "
+    "e.g. `nox -s gpu`"
+)
+
+DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.cuda),
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CUDA_AVAILABLE:
+        return
+    skip = pytest.mark.skip(reason=NO_CUDA_REASON)
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)

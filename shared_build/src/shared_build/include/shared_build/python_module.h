@@ -1,0 +1,36 @@
+// The Python module init of a package's extension, named by
+// TORCH_EXTENSION_NAME.
+//
+// torch's BuildExtension defines TORCH_EXTENSION_NAME as the last component of
+// the extension's name ("add_ext._C" -> _C), so the init function always
+// matches the module Python imports; a hard-coded PyInit__C would silently
+// break the day the module is renamed. The module is empty: importing it loads
+// the shared library, whose static TORCH_LIBRARY blocks register the ops with
+// the dispatcher. It uses only the stable (limited) Python API, so one wheel
+// serves every CPython version from 3.10 on.
+#pragma once
+
+#include <Python.h>
+
+#ifndef TORCH_EXTENSION_NAME
+#error \
+    "TORCH_EXTENSION_NAME is not defined: build through shared_build (setup.py)"
+#endif
+
+#define SHARED_BUILD_STR_(x) #x
+#define SHARED_BUILD_STR(x) SHARED_BUILD_STR_(x)
+#define SHARED_BUILD_CAT_(a, b) a##b
+#define SHARED_BUILD_CAT(a, b) SHARED_BUILD_CAT_(a, b)
+
+#define SHARED_BUILD_PYTHON_MODULE(doc)                                    \
+  extern "C" PyMODINIT_FUNC SHARED_BUILD_CAT(PyInit_,                      \
+                                             TORCH_EXTENSION_NAME)(void) { \
+    static PyModuleDef module_def = {                                      \
+        PyModuleDef_HEAD_INIT,                                             \
+        SHARED_BUILD_STR(TORCH_EXTENSION_NAME),                            \
+        doc,                                                               \
+        -1,                                                                \
+        nullptr,                                                           \
+    };                                                                     \
+    return PyModule_Create(&module_def);                                   \
+  }

@@ -1,0 +1,156 @@
+"""The environment variables that steer a build, parsed into decisions.
+
+Every function here is pure: it takes the environment (and facts about the machine) as
+arguments, so the unit tests can exercise each decision without compiling anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .errors import BuildError
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+# Peak resident memory of one compiler process on a translation unit that includes the
+# ATen headers, measured with /usr/bin/time -v on g++ 12 at -O3 (about 0.9 GiB) and nvcc
+# 13.0 with five architectures (about 1.6 GiB), rounded up for headroom.
+CXX_JOB_BYTES = 1 << 30
+NVCC_JOB_BYTES = 2 << 30
+
+
+def parse_flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
+    """Read an on/off variable; anything other than the usual spellings is an error."""
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise BuildError(f"{name}={raw!r} is not understood; use {name}=1 or {name}=0")
+
+
+def use_cuda_mode(env: Mapping[str, str]) -> str:
+    """Return "auto", "on" or "off" from USE_CUDA (auto|0|1), with FORCE_CUDA=1 meaning on."""
+    raw = env.get("USE_CUDA")
+    if raw is not None and raw.strip() != "":
+        value = raw.strip().lower()
+        if value == "auto":
+            mode = "auto"
+        elif value in _TRUE:
+            mode = "on"
+        elif value in _FALSE:
+            mode = "off"
+        else:
+            raise BuildError(
+                f"USE_CUDA={raw!r} is not understood; use USE_CUDA=auto, USE_CUDA=1 or USE_CUDA=0"
+            )
+    else:
+        mode = "auto"
+    if parse_flag(env, "FORCE_CUDA"):
+        if mode == "off":
+            raise BuildError("FORCE_CUDA=1 and USE_CUDA=0 contradict each other; unset one")
+        mode = "on"
+    return mode
+
+
+def is_debug(env: Mapping[str, str]) -> bool:
+    """DEBUG=1 builds with -O0 -g (and -G for device code)."""
+    return parse_flag(env, "DEBUG")
+
+
+def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
+    """Optimisation flags for the host compiler and for nvcc."""
+    cxx = ["-O0", "-g"] if debug else ["-O3"]
+    args = {"cxx": cxx}
+    if with_cuda:
+        # -lineinfo keeps compute-sanitizer and Nsight able to point at source lines at no
+        # cost to the generated code; -G (device debug) disables optimisation entirely.
+        args["nvcc"] = ["-O0", "-g", "-G"] if debug else ["-O3", "-lineinfo"]
+    return args
+
+
+def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:
+    """-fopenmp for the host compiler when torch's intra-op parallelism is OpenMP.
+
+    at::parallel_for is a header template: its ``#pragma omp parallel`` is compiled in the
+    extension's own translation unit, and without -fopenmp it silently runs serially
+    (torch.utils.cpp_extension never adds the flag). Only the compile gets the flag: the
+    GOMP symbols then resolve, at load time, to the OpenMP runtime libtorch_cpu already
+    loaded, instead of linking a second runtime into the process.
+    """
+    if not torch_uses_openmp or platform == "darwin":
+        return []
+    return ["-fopenmp"]
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo, or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (respects taskset and cgroup CPU sets)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def max_jobs(env: Mapping[str, str], cores: int, memory_bytes: int | None, with_cuda: bool) -> int:
+    """Parallel compile jobs: MAX_JOBS if set, else as many as both cores and memory allow."""
+    raw = env.get("MAX_JOBS")
+    if raw is not None and raw.strip() != "":
+        try:
+            jobs = int(raw)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise BuildError(f"MAX_JOBS={raw!r} must be a whole number of at least 1")
+        return jobs
+    jobs = max(1, cores)
+    if memory_bytes is not None:
+        per_job = NVCC_JOB_BYTES if with_cuda else CXX_JOB_BYTES
+        jobs = min(jobs, max(1, memory_bytes // per_job))
+    return int(jobs)
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """The C++ compiler setuptools will call."""
+
+    command: str
+    path: str
+
+
+def find_cxx(env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which) -> Compiler:
+    """Locate the C++ compiler (CXX, else c++), failing with what to install."""
+    command = env.get("CXX", "").strip() or "c++"
+    program = command.split()[0]
+    path = which(program)
+    if path is None:
+        hint = (
+            f"CXX={command!r} is not on PATH"
+            if env.get("CXX", "").strip()
+            else "no C++ compiler named 'c++' is on PATH"
+        )
+        raise BuildError(
+            f"{hint}; install one (Debian/Ubuntu: apt-get install g++) or set CXX to its path"
+        )
+    return Compiler(command=command, path=path)

@@ -1,0 +1,63 @@
+"""What this package was built against, and the check its ``__init__`` runs at import.
+
+shared_build copies this file into every package it builds as ``_build_info.py``, with
+``BUILD_INFO`` filled in, so that an installed wheel carries the check without depending on
+shared_build. A package built against one torch and imported under another fails at the
+first call into libtorch with an undefined-symbol traceback; this check turns that into one
+sentence that names both versions and the command that rebuilds the package.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+# shared_build replaces the next line at build time.
+BUILD_INFO: dict[str, Any] = {}
+
+
+def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | None) -> str | None:
+    """Return why a package built as ``info`` cannot load under this torch, or None."""
+    from packaging.version import InvalidVersion, Version
+
+    package = info.get("package", "this package")
+    built = info.get("torch")
+    if not built:
+        return f"{package} has no record of the torch it was built against"
+    try:
+        same_release = Version(built).public == Version(torch_version).public
+    except InvalidVersion:
+        same_release = built == torch_version
+    if not same_release:
+        return f"{package} was built against torch {built} but torch {torch_version} is installed"
+    built_cuda = info.get("cuda")
+    if built_cuda:
+        if torch_cuda is None:
+            return (
+                f"{package} was built with CUDA {built_cuda} kernels but the installed "
+                f"torch {torch_version} is a CPU-only build"
+            )
+        if Version(built_cuda).major != Version(torch_cuda).major:
+            return (
+                f"{package} was built for CUDA {built_cuda} but the installed torch "
+                f"{torch_version} uses CUDA {torch_cuda}"
+            )
+    return None
+
+
+def rebuild_command(info: dict[str, Any]) -> str:
+    """The pip command that rebuilds the package against the torch in this environment."""
+    source = info.get("source_dir")
+    if not source or not os.path.isdir(source):
+        source = info.get("package", "<package>")
+    return f"pip install --no-build-isolation --force-reinstall --no-deps {source}"
+
+
+def check_compatible(info: dict[str, Any] | None = None) -> None:
+    """Raise ImportError, in one sentence, when the running torch is not the one built against."""
+    import torch
+
+    info = BUILD_INFO if info is None else info
+    problem = incompatibility(info, torch.__version__, torch.version.cuda)
+    if problem is not None:
+        raise ImportError(f"{problem}; rebuild it with: {rebuild_command(info)}")

@@ -1,0 +1,476 @@
+"""``setup_kwargs``: everything a package's ``setup()`` needs, from one call.
+
+A package's setup.py is a few lines: put shared_build on sys.path and call
+``setup(**setup_kwargs(here))``. This module reads the package's pyproject.toml, decides
+CUDA, finds the toolkit and compiler, sets the flags and returns ext_modules, cmdclass,
+packages and options. Every failure is a BuildError whose message says what to do next;
+setup.py prints it without a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import pprint
+import shutil
+import site
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from . import cuda as cuda_mod
+from . import knobs
+from .errors import BuildError
+
+HERE = Path(__file__).resolve().parent
+INCLUDE_DIR = HERE / "include"
+RUNTIME_TEMPLATE = HERE / "runtime.py"
+BUILD_INFO_MARKER = "BUILD_INFO: dict[str, Any] = {}"
+BUILD_INFO_FILE = "_build_info.py"
+
+# Commands that compile; any other invocation of setup.py (egg_info, dist_info, sdist,
+# --version) only needs metadata and must work without torch, e.g. in an isolated sdist build.
+BUILD_COMMANDS = frozenset(
+    {
+        "build",
+        "build_ext",
+        "bdist_wheel",
+        "bdist",
+        "bdist_egg",
+        "install",
+        "develop",
+        "editable_wheel",
+    }
+)
+_SDIST_SKIP_DIRS = frozenset({"build", "dist", "_vendor", "__pycache__", ".pytest_cache", ".nox"})
+_SDIST_SKIP_SUFFIXES = (".so", ".o", ".pyc")
+
+
+def _log(message: str) -> None:
+    print(f"shared_build: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class PackageConfig:
+    """A package's name, version and its ``[tool.shared_build]`` table."""
+
+    root: Path
+    name: str
+    version: str
+    cuda: str = "none"
+    module: str = "_C"
+    python_module: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise BuildError(
+                "reading pyproject.toml on Python 3.10 needs tomli; pip install tomli"
+            ) from None
+    with open(path, "rb") as handle:
+        return tomllib.load(handle)
+
+
+def read_config(root: Path) -> PackageConfig:
+    """Parse the package's pyproject.toml into a PackageConfig, validating every key."""
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file():
+        raise BuildError(f"{root} has no pyproject.toml; run setup.py from the package folder")
+    data = _load_toml(pyproject)
+    project = data.get("project", {})
+    name = project.get("name")
+    if not name:
+        raise BuildError(f"{pyproject} has no [project] name")
+    table = dict(data.get("tool", {}).get("shared_build", {}))
+    has_cu = any((root / "csrc").rglob("*.cu")) if (root / "csrc").is_dir() else False
+    cuda = table.pop("cuda", "optional" if has_cu else "none")
+    if cuda not in ("none", "optional", "required"):
+        raise BuildError(
+            f'[tool.shared_build] cuda = {cuda!r} in {pyproject}; use "none", "optional" or "required"'
+        )
+    if cuda != "none" and not has_cu:
+        raise BuildError(f"[tool.shared_build] cuda = {cuda!r} but {root / 'csrc'} has no .cu file")
+    module = table.pop("module", "_C")
+    python_module = table.pop("python_module", True)
+    allowed = {"libraries", "library_dirs", "include_dirs", "extra_link_args", "define_macros"}
+    unknown = set(table) - allowed
+    if unknown:
+        raise BuildError(
+            f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
+            f"cuda, module, python_module, {', '.join(sorted(allowed))}"
+        )
+    return PackageConfig(
+        root=root,
+        name=name,
+        version=str(project.get("version", "0")),
+        cuda=cuda,
+        module=module,
+        python_module=bool(python_module),
+        extra=table,
+    )
+
+
+def is_metadata_only(argv: Sequence[str]) -> bool:
+    """True when setup.py was asked for metadata or an sdist, not for a build."""
+    return not any(arg in BUILD_COMMANDS for arg in argv[1:])
+
+
+def collect_sources(root: Path, with_cuda: bool) -> list[str]:
+    """csrc/**/*.cpp, plus *.cu and anything under a cuda/ folder when building CUDA.
+
+    Two sources that differ only in their suffix (csrc/add.cpp and csrc/add.cu) would compile
+    to the same object file and one would silently overwrite the other at link time.
+    """
+    csrc = root / "csrc"
+    if not csrc.is_dir():
+        raise BuildError(f"{root} has no csrc/ folder with the C++ sources")
+    sources = []
+    for path in sorted(csrc.rglob("*")):
+        if path.suffix not in (".cpp", ".cu") or not path.is_file():
+            continue
+        in_cuda_dir = "cuda" in path.relative_to(csrc).parts[:-1]
+        if (path.suffix == ".cu" or in_cuda_dir) and not with_cuda:
+            continue
+        sources.append(path)
+    objects: dict[Path, Path] = {}
+    for path in sources:
+        obj = path.with_suffix("")
+        if obj in objects:
+            raise BuildError(
+                f"{objects[obj].relative_to(root)} and {path.relative_to(root)} would both "
+                f"compile to {obj.name}.o; rename one of them"
+            )
+        objects[obj] = path
+    if not sources:
+        raise BuildError(f"{csrc} has no .cpp or .cu sources")
+    return [str(p.relative_to(root)) for p in sources]
+
+
+def import_torch(package: str) -> Any:
+    """Import torch, or explain that pip's build isolation hid it."""
+    try:
+        import torch
+    except ImportError as error:
+        raise BuildError(
+            f"building {package} needs torch, which is not importable in this build "
+            f"environment ({error}); install torch first, then build with "
+            f"pip install --no-build-isolation ./packages/{package} so that the build sees it"
+        ) from None
+    return torch
+
+
+def check_setuptools() -> None:
+    import setuptools
+
+    if (
+        Version(setuptools.__version__) < Version("70.1")
+        and importlib.util.find_spec("wheel") is None
+    ):
+        raise BuildError(
+            f"setuptools {setuptools.__version__} needs the 'wheel' package to build wheels; "
+            "pip install -U 'setuptools>=70.1' (or pip install wheel)"
+        )
+
+
+def require_ninja(env: dict[str, str]) -> str:
+    """Find ninja, adding the pip ninja package's folder to PATH when it is not on it."""
+    found = shutil.which("ninja", path=env.get("PATH"))
+    if found:
+        return found
+    candidates = [os.path.dirname(sys.executable)]
+    spec = importlib.util.find_spec("ninja")
+    if spec is not None:
+        try:
+            import ninja  # type: ignore[import-not-found]
+
+            candidates.insert(0, ninja.BIN_DIR)
+        except (ImportError, AttributeError):
+            pass
+    for folder in candidates:
+        path = shutil.which("ninja", path=folder)
+        if path:
+            env["PATH"] = folder + os.pathsep + env.get("PATH", "")
+            return path
+    raise BuildError(
+        "ninja is required to build (it compiles in parallel and rebuilds only what "
+        "changed); pip install ninja"
+    )
+
+
+def render_build_info(info: Mapping[str, Any]) -> str:
+    """The text of a package's _build_info.py: the runtime check plus what it was built against."""
+    template = RUNTIME_TEMPLATE.read_text(encoding="utf-8")
+    if BUILD_INFO_MARKER not in template:
+        raise BuildError(f"{RUNTIME_TEMPLATE} lost its marker line {BUILD_INFO_MARKER!r}")
+    filled = f"BUILD_INFO: dict[str, Any] = {pprint.pformat(dict(info), sort_dicts=True)}"
+    return "# Generated by shared_build at build time; do not edit.\n" + template.replace(
+        BUILD_INFO_MARKER, filled
+    )
+
+
+def _compiler_version(command: str) -> str:
+    try:
+        out = subprocess.run(
+            [*command.split(), "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return command
+    return out.splitlines()[0].strip() if out else command
+
+
+def _site_dirs(torch_module: Any) -> list[str]:
+    dirs = [str(Path(torch_module.__file__).resolve().parents[1])]
+    try:
+        dirs += site.getsitepackages()
+    except AttributeError:
+        pass
+    user = site.getusersitepackages()
+    if isinstance(user, str):
+        dirs.append(user)
+    return [d for i, d in enumerate(dirs) if d not in dirs[:i]]
+
+
+def _visible_capabilities(torch_module: Any) -> list[tuple[int, int]]:
+    try:
+        if not torch_module.cuda.is_available():
+            return []
+        return [
+            torch_module.cuda.get_device_capability(i)
+            for i in range(torch_module.cuda.device_count())
+        ]
+    except Exception:  # a broken driver must not stop a build that targets other GPUs
+        return []
+
+
+def _make_sdist(root: Path) -> type:
+    from setuptools.command.sdist import sdist
+
+    class SdistWithSharedBuild(sdist):
+        """An sdist that carries every source file of the package and a copy of shared_build,
+        so that it builds on a machine without this repository."""
+
+        def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+            # setuptools takes the file list from egg_info's manifest, which knows nothing
+            # of headers or of folders outside the Python packages; add them here.
+            extra = []
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(
+                    d for d in dirnames if d not in _SDIST_SKIP_DIRS and not d.endswith(".egg-info")
+                )
+                for filename in sorted(filenames):
+                    if filename.endswith(_SDIST_SKIP_SUFFIXES) or filename == BUILD_INFO_FILE:
+                        continue
+                    extra.append(os.path.relpath(os.path.join(dirpath, filename), root))
+            super().make_release_tree(base_dir, sorted(set(files) | set(extra)))
+            destination = Path(base_dir) / "_vendor" / "shared_build"
+            shutil.copytree(
+                HERE, destination, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
+
+    return SdistWithSharedBuild
+
+
+def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
+    from torch.utils.cpp_extension import BuildExtension
+
+    base = BuildExtension.with_options(no_python_abi_suffix=not python_module, use_ninja=True)
+
+    class BuildExtWithInfo(base):  # type: ignore[misc, valid-type]
+        """BuildExtension that also writes _build_info.py beside each built module."""
+
+        def _info_paths(self) -> list[str]:
+            return [
+                os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)), BUILD_INFO_FILE)
+                for ext in self.extensions
+            ]
+
+        def run(self) -> None:
+            super().run()
+            text = render_build_info(info)
+            for path in self._info_paths():
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+
+        def get_outputs(self) -> list[str]:
+            return [*super().get_outputs(), *self._info_paths()]
+
+    return BuildExtWithInfo
+
+
+def setup_kwargs(package_root: str | os.PathLike[str], **overrides: Any) -> dict[str, Any]:
+    """Everything ``setuptools.setup()`` needs to build the package at package_root.
+
+    overrides may add to the extension: libraries, library_dirs, include_dirs,
+    extra_link_args, define_macros, extra_compile_args ({"cxx": [...], "nvcc": [...]}), and
+    build_info (a dict recorded in _build_info.py, e.g. which backend was compiled in).
+    """
+    try:
+        return _setup_kwargs(Path(package_root), os.environ, sys.argv, overrides)
+    except BuildError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def _setup_kwargs(
+    root: Path, env: dict[str, str], argv: Sequence[str], overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    root = root.resolve()
+    if root.is_file():
+        root = root.parent
+    config = read_config(root)
+    package = config.name
+    packages = sorted(
+        {
+            p.parent.relative_to(root / "src").as_posix().replace("/", ".")
+            for p in (root / "src").rglob("__init__.py")
+        }
+    )
+    kwargs: dict[str, Any] = {
+        "packages": packages,
+        "package_dir": {"": "src"},
+        "cmdclass": {"sdist": _make_sdist(root)},
+    }
+    if is_metadata_only(argv):
+        return kwargs
+
+    torch = import_torch(package)
+    check_setuptools()
+    compiler = knobs.find_cxx(env)
+    require_ninja(env)
+
+    mode = knobs.use_cuda_mode(env)
+    toolkit = None
+    if config.cuda != "none" and mode != "off" and torch.version.cuda is not None:
+        toolkit = cuda_mod.find_cuda_toolkit(env)
+    with_cuda = cuda_mod.decide_cuda(mode, config.cuda, torch.version.cuda, toolkit, package)
+
+    debug = knobs.is_debug(env)
+    compile_args = knobs.compile_args(debug, with_cuda)
+    compile_args["cxx"] += knobs.openmp_compile_args(
+        torch.backends.openmp.is_available(), sys.platform
+    )
+    for key, extra in overrides.get("extra_compile_args", {}).items():
+        compile_args.setdefault(key, []).extend(extra)
+    include_dirs = [
+        str(INCLUDE_DIR),
+        str(root / "csrc"),
+        *config.extra.get("include_dirs", []),
+        *overrides.get("include_dirs", []),
+    ]
+    define_macros = [
+        tuple(m) if isinstance(m, (list, tuple)) else (m, None)
+        for m in [*config.extra.get("define_macros", []), *overrides.get("define_macros", [])]
+    ]
+
+    from torch.utils import cpp_extension
+
+    arch_list = None
+    if with_cuda:
+        assert toolkit is not None
+        warning = cuda_mod.check_toolkit_matches_torch(toolkit, torch.version.cuda)
+        if warning:
+            _log(f"warning: {warning}")
+        env["CUDA_HOME"] = toolkit.root
+        # cpp_extension resolved CUDA_HOME when it was imported; make it use our choice.
+        cpp_extension.CUDA_HOME = toolkit.root
+        include_dirs += cuda_mod.resolve_include_dirs(toolkit, _site_dirs(torch))
+        toolkit_archs = cuda_mod.parse_nvcc_gpu_codes(
+            subprocess.run(
+                [toolkit.nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False
+            ).stdout
+        )
+        arch_list, arch_origin = cuda_mod.resolve_arch_list(
+            env, _visible_capabilities(torch), toolkit_archs
+        )
+        env["TORCH_CUDA_ARCH_LIST"] = arch_list
+        define_macros.append(("WITH_CUDA", None))
+
+    jobs = knobs.max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), with_cuda)
+    env["MAX_JOBS"] = str(jobs)
+
+    extension_cls = cpp_extension.CUDAExtension if with_cuda else cpp_extension.CppExtension
+    extension = extension_cls(
+        name=f"{package}.{config.module}",
+        sources=collect_sources(root, with_cuda),
+        include_dirs=include_dirs,
+        library_dirs=[*config.extra.get("library_dirs", []), *overrides.get("library_dirs", [])],
+        libraries=[*config.extra.get("libraries", []), *overrides.get("libraries", [])],
+        extra_link_args=[
+            *config.extra.get("extra_link_args", []),
+            *overrides.get("extra_link_args", []),
+        ],
+        define_macros=define_macros,
+        extra_compile_args=compile_args,
+        # Nothing here uses libtorch_python or pybind11: ops reach Python through the
+        # dispatcher, so one abi3 wheel serves every CPython >= 3.10, and a library without
+        # a Python module links into a C++ program without libpython.
+        py_limited_api=True,
+    )
+
+    info: dict[str, Any] = {
+        "package": package,
+        "version": config.version,
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "cuda": str(toolkit.version) if with_cuda and toolkit else None,
+        "arch_list": arch_list,
+        "debug": debug,
+        "python": platform.python_version(),
+        "compiler": _compiler_version(compiler.command),
+        "source_dir": str(root),
+        **overrides.get("build_info", {}),
+    }
+    tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}"
+    # One build folder per torch/Python/CUDA/debug combination: switching torch never
+    # reuses objects compiled against other headers, and switching back recompiles nothing.
+    build_base = str(
+        Path(env.get("SHARED_BUILD_DIR", "").strip() or "build") / tag.replace("+", "_")
+    )
+    summary = (
+        f"{package}: CUDA {'on (toolkit ' + str(toolkit.version) + ' at ' + toolkit.root + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
+        f", {'DEBUG -O0 -g' if debug else '-O3'}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
+    )
+    _log(summary)
+
+    kwargs["ext_modules"] = [extension]
+    kwargs["cmdclass"]["build_ext"] = _make_build_ext(info, config.python_module)
+    kwargs["options"] = {
+        "build": {"build_base": build_base},
+        "bdist_wheel": {"py_limited_api": "cp310"},
+    }
+    return kwargs
+
+
+def pkg_config(name: str, env: Mapping[str, str] | None = None) -> dict[str, list[str]] | None:
+    """include_dirs, library_dirs and libraries of a pkg-config package, or None if absent."""
+    program = shutil.which("pkg-config")
+    if program is None:
+        return None
+    run_env = dict(os.environ if env is None else env)
+    result = {}
+    for key, flag, prefix in (
+        ("include_dirs", "--cflags-only-I", "-I"),
+        ("library_dirs", "--libs-only-L", "-L"),
+        ("libraries", "--libs-only-l", "-l"),
+    ):
+        proc = subprocess.run(
+            [program, flag, name], capture_output=True, text=True, env=run_env, check=False
+        )
+        if proc.returncode != 0:
+            return None
+        result[key] = [
+            item[len(prefix) :] for item in proc.stdout.split() if item.startswith(prefix)
+        ]
+    return result

@@ -1,0 +1,114 @@
+"""Environment knobs: USE_CUDA/FORCE_CUDA, DEBUG, MAX_JOBS, CXX."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from shared_build import knobs
+from shared_build.errors import BuildError
+
+GiB = 1 << 30
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "auto"),
+        ({"USE_CUDA": ""}, "auto"),
+        ({"USE_CUDA": "auto"}, "auto"),
+        ({"USE_CUDA": "AUTO"}, "auto"),
+        ({"USE_CUDA": "1"}, "on"),
+        ({"USE_CUDA": "true"}, "on"),
+        ({"USE_CUDA": "0"}, "off"),
+        ({"USE_CUDA": "off"}, "off"),
+        ({"FORCE_CUDA": "1"}, "on"),
+        ({"FORCE_CUDA": "0"}, "auto"),
+        ({"USE_CUDA": "auto", "FORCE_CUDA": "1"}, "on"),
+    ],
+)
+def test_use_cuda_mode(env, expected):
+    assert knobs.use_cuda_mode(env) == expected
+
+
+def test_use_cuda_rejects_unknown_values():
+    with pytest.raises(BuildError, match=r"USE_CUDA='maybe' is not understood; use USE_CUDA=auto"):
+        knobs.use_cuda_mode({"USE_CUDA": "maybe"})
+
+
+def test_force_cuda_contradicting_use_cuda():
+    with pytest.raises(BuildError, match="contradict"):
+        knobs.use_cuda_mode({"USE_CUDA": "0", "FORCE_CUDA": "1"})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(None, False), ("1", True), ("0", False), ("yes", True)]
+)
+def test_debug(value, expected):
+    env = {} if value is None else {"DEBUG": value}
+    assert knobs.is_debug(env) is expected
+
+
+def test_debug_rejects_unknown_values():
+    with pytest.raises(BuildError, match="DEBUG='2'"):
+        knobs.is_debug({"DEBUG": "2"})
+
+
+def test_compile_args_release_and_debug():
+    release = knobs.compile_args(debug=False, with_cuda=True)
+    assert release["cxx"] == ["-O3"]
+    assert "-O3" in release["nvcc"] and "-lineinfo" in release["nvcc"]
+    debug = knobs.compile_args(debug=True, with_cuda=True)
+    assert debug["cxx"] == ["-O0", "-g"]
+    assert debug["nvcc"] == ["-O0", "-g", "-G"]
+    assert "nvcc" not in knobs.compile_args(debug=False, with_cuda=False)
+
+
+@pytest.mark.parametrize(
+    ("env", "cores", "memory", "cuda", "expected"),
+    [
+        ({"MAX_JOBS": "3"}, 64, 1 * GiB, True, 3),  # explicit wins over everything
+        ({}, 2, 24 * GiB, False, 2),  # cores bound
+        ({}, 64, 8 * GiB, False, 8),  # memory bound, 1 GiB per C++ job
+        ({}, 64, 8 * GiB, True, 4),  # 2 GiB per nvcc job
+        ({}, 16, 512 << 20, False, 1),  # never below one
+        ({}, 4, None, True, 4),  # memory unknown: cores
+    ],
+)
+def test_max_jobs(env, cores, memory, cuda, expected):
+    assert knobs.max_jobs(env, cores, memory, cuda) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+def test_max_jobs_rejects_bad_values(value):
+    with pytest.raises(BuildError, match=f"MAX_JOBS='{value}' must be a whole number"):
+        knobs.max_jobs({"MAX_JOBS": value}, 4, None, False)
+
+
+def test_find_cxx_default_and_override():
+    found = knobs.find_cxx({}, which=lambda name: f"/usr/bin/{name}")
+    assert found.command == "c++" and found.path == "/usr/bin/c++"
+    custom = knobs.find_cxx({"CXX": "clang++-17 -stdlib=libc++"}, which=lambda name: f"/opt/{name}")
+    assert custom.path == "/opt/clang++-17"
+
+
+def test_find_cxx_missing_says_what_to_install():
+    with pytest.raises(
+        BuildError, match=re.escape("no C++ compiler named 'c++' is on PATH; install one")
+    ):
+        knobs.find_cxx({}, which=lambda name: None)
+    with pytest.raises(BuildError, match=re.escape("CXX='g++-99' is not on PATH")):
+        knobs.find_cxx({"CXX": "g++-99"}, which=lambda name: None)
+
+
+def test_memory_and_cores_are_readable_here():
+    assert knobs.cpu_count() >= 1
+    memory = knobs.available_memory_bytes()
+    assert memory is None or memory > 0
+
+
+def test_openmp_flag_only_for_openmp_torch_on_linux():
+    assert knobs.openmp_compile_args(True, "linux") == ["-fopenmp"]
+    assert knobs.openmp_compile_args(False, "linux") == []
+    assert knobs.openmp_compile_args(True, "darwin") == []

@@ -1,0 +1,215 @@
+"""setup_kwargs and its parts: config, sources, metadata-only runs, friendly failures."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shared_build import setup_helpers
+from shared_build.errors import BuildError
+
+
+def make_package(tmp_path, tool_table: str = "", files=("csrc/op.cpp",), name="demo"):
+    root = tmp_path / name
+    (root / "src" / name).mkdir(parents=True)
+    (root / "src" / name / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent(
+            f"""
+            [project]
+            name = "{name}"
+            version = "1.2.3"
+
+            [tool.shared_build]
+            """
+        )
+        + textwrap.dedent(tool_table)
+    )
+    for relative in files:
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("// source\n")
+    return root
+
+
+def test_read_config_defaults(tmp_path):
+    config = setup_helpers.read_config(make_package(tmp_path))
+    assert (config.name, config.version, config.cuda, config.module, config.python_module) == (
+        "demo",
+        "1.2.3",
+        "none",
+        "_C",
+        True,
+    )
+
+
+def test_read_config_infers_optional_cuda_from_cu_files(tmp_path):
+    root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/cuda/op_kernel.cu"))
+    assert setup_helpers.read_config(root).cuda == "optional"
+
+
+def test_read_config_rejects_unknown_keys(tmp_path):
+    root = make_package(tmp_path, 'cudaa = "required"\n')
+    with pytest.raises(BuildError, match=r"unknown keys \['cudaa'\]"):
+        setup_helpers.read_config(root)
+
+
+def test_read_config_rejects_bad_cuda_value(tmp_path):
+    root = make_package(tmp_path, 'cuda = "sometimes"\n', files=("csrc/a.cu",))
+    with pytest.raises(BuildError, match="cuda = 'sometimes'"):
+        setup_helpers.read_config(root)
+
+
+def test_read_config_cuda_without_cu_files(tmp_path):
+    root = make_package(tmp_path, 'cuda = "required"\n')
+    with pytest.raises(BuildError, match="has no .cu file"):
+        setup_helpers.read_config(root)
+
+
+def test_collect_sources_cpu_and_cuda(tmp_path):
+    root = make_package(
+        tmp_path,
+        files=(
+            "csrc/op.cpp",
+            "csrc/cpu/op_kernel.cpp",
+            "csrc/cuda/op_kernel.cu",
+            "csrc/cuda/helper.cpp",
+            "csrc/op.h",
+        ),
+    )
+    assert setup_helpers.collect_sources(root, with_cuda=False) == [
+        "csrc/cpu/op_kernel.cpp",
+        "csrc/op.cpp",
+    ]
+    assert setup_helpers.collect_sources(root, with_cuda=True) == [
+        "csrc/cpu/op_kernel.cpp",
+        "csrc/cuda/helper.cpp",
+        "csrc/cuda/op_kernel.cu",
+        "csrc/op.cpp",
+    ]
+
+
+def test_collect_sources_rejects_same_base_name(tmp_path):
+    root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.cu"))
+    with pytest.raises(BuildError, match=r"csrc/op.cpp and csrc/op.cu would both compile to op.o"):
+        setup_helpers.collect_sources(root, with_cuda=True)
+
+
+def test_collect_sources_needs_sources(tmp_path):
+    root = make_package(tmp_path, files=("csrc/readme.txt",))
+    with pytest.raises(BuildError, match="has no .cpp or .cu sources"):
+        setup_helpers.collect_sources(root, with_cuda=False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["setup.py", "egg_info"], True),
+        (["setup.py", "dist_info", "--output-dir", "x"], True),
+        (["setup.py", "sdist", "--formats", "gztar"], True),
+        (["setup.py", "--version"], True),
+        (["setup.py", "bdist_wheel", "--dist-dir", "x"], False),
+        (["setup.py", "build_ext", "--inplace"], False),
+        (["setup.py", "editable_wheel"], False),
+        (["setup.py", "install"], False),
+    ],
+)
+def test_metadata_only(argv, expected):
+    assert setup_helpers.is_metadata_only(argv) is expected
+
+
+def test_metadata_only_run_needs_no_torch(tmp_path, monkeypatch):
+    root = make_package(tmp_path)
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    kwargs = setup_helpers._setup_kwargs(root, {}, ["setup.py", "sdist"], {})
+    assert kwargs["packages"] == ["demo"]
+    assert kwargs["package_dir"] == {"": "src"}
+    assert "ext_modules" not in kwargs
+
+
+def test_build_without_torch_says_no_build_isolation(tmp_path, monkeypatch):
+    root = make_package(tmp_path)
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    with pytest.raises(
+        BuildError,
+        match=r"needs torch, which is not importable .* pip install --no-build-isolation ./packages/demo",
+    ):
+        setup_helpers._setup_kwargs(root, {}, ["setup.py", "bdist_wheel"], {})
+
+
+def test_setup_kwargs_exits_with_the_sentence(tmp_path, monkeypatch):
+    root = make_package(tmp_path, 'cuda = "sometimes"\n', files=("csrc/a.cu",))
+    with pytest.raises(SystemExit) as excinfo:
+        setup_helpers.setup_kwargs(root)
+    assert str(excinfo.value).startswith("error: [tool.shared_build] cuda = 'sometimes'")
+
+
+def test_require_ninja_missing(monkeypatch):
+    monkeypatch.setattr(setup_helpers.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(setup_helpers.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(BuildError, match="ninja is required .*; pip install ninja"):
+        setup_helpers.require_ninja({"PATH": "/nowhere"})
+
+
+def test_require_ninja_adds_the_pip_package_folder_to_path(monkeypatch, tmp_path):
+    folder = str(tmp_path)
+    monkeypatch.setattr(setup_helpers.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(
+        setup_helpers.shutil,
+        "which",
+        lambda name, path=None: f"{folder}/ninja" if path == folder else None,
+    )
+    env = {"PATH": "/usr/bin"}
+    assert setup_helpers.require_ninja(env) == f"{folder}/ninja"
+    assert env["PATH"].startswith(folder)
+
+
+def test_sdist_carries_sources_and_shared_build(tmp_path):
+    """A real `setup.py sdist` (no torch needed) packs csrc/, tests/ and shared_build."""
+    import subprocess
+    import tarfile
+
+    root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.h", "tests/test_demo.py"))
+    (root / "build").mkdir()
+    (root / "build" / "junk.o").write_text("")
+    shared_build_src = Path(setup_helpers.__file__).resolve().parents[1]
+    (root / "setup.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(shared_build_src)!r})\n"
+        "from setuptools import setup\n"
+        "from shared_build import setup_kwargs\n"
+        "setup(**setup_kwargs(__file__))\n"
+    )
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (archive,) = (tmp_path / "dist").glob("demo-1.2.3.tar.gz")
+    with tarfile.open(archive) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    assert {"csrc/op.cpp", "csrc/op.h", "tests/test_demo.py", "pyproject.toml", "setup.py"} <= names
+    assert "_vendor/shared_build/setup_helpers.py" in names
+    assert "_vendor/shared_build/include/shared_build/python_module.h" in names
+    assert not any(name.startswith("build/") for name in names)

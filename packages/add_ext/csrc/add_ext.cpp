@@ -1,0 +1,49 @@
+// The add_ext operator library: the op's schema, its input checks, and the
+// Python module.
+#include "add_ext.h"
+
+#include <shared_build/python_module.h>
+#include <torch/library.h>
+
+SHARED_BUILD_PYTHON_MODULE("add_ext: alpha * x + y as a PyTorch custom op")
+
+namespace add_ext {
+
+void check_add_inputs(const at::Tensor& x, const at::Tensor& y) {
+  TORCH_CHECK(x.device() == y.device(),
+              "add_ext.add: x and y must be on the same device, got x on ",
+              x.device(),
+              " and y on ",
+              y.device());
+  TORCH_CHECK(x.scalar_type() == y.scalar_type(),
+              "add_ext.add: x and y must have the same dtype, got x ",
+              x.scalar_type(),
+              " and y ",
+              y.scalar_type());
+  const auto dtype = x.scalar_type();
+  TORCH_CHECK(
+      dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf ||
+          dtype == at::kBFloat16,
+      "add_ext.add: dtype must be float16, bfloat16, float32 or float64, "
+      "got ",
+      dtype);
+  TORCH_CHECK(
+      x.sizes() == y.sizes(),
+      "add_ext.add: x and y must have the same shape (no broadcasting), "
+      "got x ",
+      x.sizes(),
+      " and y ",
+      y.sizes());
+  TORCH_CHECK(x.layout() == at::kStrided && y.layout() == at::kStrided,
+              "add_ext.add: x and y must be dense (strided) tensors, got x ",
+              x.layout(),
+              " and y ",
+              y.layout());
+}
+
+}  // namespace add_ext
+
+TORCH_LIBRARY(add_ext, m) {
+  m.def("add(Tensor x, Tensor y, float alpha=1.0) -> Tensor",
+        {at::Tag::pt2_compliant_tag});
+}

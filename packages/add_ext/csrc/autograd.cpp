@@ -1,0 +1,66 @@
+// Autograd of add_ext::add, in C++ so that a call never enters Python.
+//
+// torch.library.register_autograd routes every call (with or without grad)
+// through a Python function and back into the dispatcher: 5.0 us per call
+// against 2.1 us with this C++ kernel (1000-element float32 tensors, torch 2.13
+// CPU; see the package README).
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/mul.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+namespace add_ext {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor add_below_autograd(const at::Tensor& x,
+                              const at::Tensor& y,
+                              double alpha) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("add_ext::add", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(x, y, alpha);
+}
+
+class AddFunction : public torch::autograd::Function<AddFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx,
+                            const at::Tensor& x,
+                            const at::Tensor& y,
+                            double alpha) {
+    ctx->saved_data["alpha"] = alpha;
+    return add_below_autograd(x, y, alpha);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const double alpha = ctx->saved_data["alpha"].toDouble();
+    const at::Tensor& grad = grads[0];
+    at::Tensor grad_x;
+    if (ctx->needs_input_grad(0)) {
+      grad_x = at::mul(grad, alpha);
+    }
+    at::Tensor grad_y;
+    if (ctx->needs_input_grad(1)) {
+      grad_y = grad;
+    }
+    return {grad_x, grad_y, at::Tensor()};
+  }
+};
+
+at::Tensor add_autograd(const at::Tensor& x,
+                        const at::Tensor& y,
+                        double alpha) {
+  return AddFunction::apply(x, y, alpha);
+}
+
+}  // namespace
+}  // namespace add_ext
+
+TORCH_LIBRARY_IMPL(add_ext, Autograd, m) {
+  m.impl("add", &add_ext::add_autograd);
+}

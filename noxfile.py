@@ -1,0 +1,349 @@
+"""Build, test, benchmark and lint every package of the repository across torch versions.
+
+    nox -s tests                      # every torch version in TORCH_VERSIONS
+    nox -s "tests(torch='2.13.0')"     # one of them (also: nox -s tests -k 2.13)
+    TORCH_VERSIONS=2.13.0,2.15.0 nox -s tests
+    nox -s tests -- -k gradcheck      # arguments after -- go to pytest
+    nox -s bench                      # benchmarks under the first torch version
+    nox -s bench -- --all-torch       # ... under every version, side by side
+    nox -s build | lint | examples | gpu
+
+Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
+sessions and kept between runs. A package is rebuilt only when its files, shared_build or
+a build knob changed; its build folder (build/<torch tag>) keeps ninja's objects, so even a
+rebuild compiles only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+PACKAGES_DIR = ROOT / "packages"
+SHARED_BUILD = ROOT / "shared_build"
+ENVS_DIR = ROOT / ".nox" / "envs"
+TORCH_VERSIONS = [
+    v.strip() for v in os.environ.get("TORCH_VERSIONS", "2.13.0,2.14.1").split(",") if v.strip()
+]
+# Build knobs (see shared_build): a change of any of them rebuilds every package.
+BUILD_KNOBS = (
+    "SHARED_BUILD_DIR",
+    "USE_CUDA",
+    "FORCE_CUDA",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "TORCH_CUDA_ARCH_LIST",
+    "DEBUG",
+    "CXX",
+    "MAX_JOBS",
+)
+BASE_REQUIREMENTS = ["setuptools>=70.1", "ninja", "packaging", "pytest", "numpy", "hatchling"]
+_HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}
+
+nox.options.sessions = ["tests"]
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    root: Path
+    cuda: str  # "none" | "optional" | "required", from [tool.shared_build]
+    test_requires: tuple[str, ...]
+    bench_requires: tuple[str, ...]
+
+
+def discover_packages() -> list[Package]:
+    """Every folder of packages/ with a pyproject.toml, in name order."""
+    import tomllib
+
+    found = []
+    for pyproject in sorted(PACKAGES_DIR.glob("*/pyproject.toml")):
+        data = tomllib.loads(pyproject.read_text())
+        table = data.get("tool", {}).get("shared_build", {})
+        has_cu = any((pyproject.parent / "csrc").rglob("*.cu"))
+        extras = data.get("project", {}).get("optional-dependencies", {})
+        found.append(
+            Package(
+                name=data["project"]["name"],
+                root=pyproject.parent,
+                cuda=table.get("cuda", "optional" if has_cu else "none"),
+                test_requires=tuple(extras.get("test", [])),
+                bench_requires=tuple(extras.get("bench", [])),
+            )
+        )
+    return found
+
+
+def tree_hash(*roots: Path, extra: str = "") -> str:
+    """Hash of every file under roots (build outputs excluded) plus extra."""
+    digest = hashlib.sha256(extra.encode())
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in _HASH_SKIP_DIRS and not d.endswith(".egg-info")
+            )
+            for filename in sorted(filenames):
+                if filename.endswith((".so", ".o", ".pyc")) or filename == "_build_info.py":
+                    continue
+                path = Path(dirpath, filename)
+                digest.update(str(path.relative_to(ROOT)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class TorchEnv:
+    """A virtual environment with one torch version, the packages built into it."""
+
+    def __init__(self, session: nox.Session, version: str) -> None:
+        self.session = session
+        self.version = version
+        self.path = ENVS_DIR / f"torch-{version}"
+        self.bin = self.path / "bin"
+        self.python = str(self.bin / "python")
+        self.skipped: dict[str, str] = {}
+        self.built: list[str] = []
+        self.build_seconds: dict[str, float] = {}
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+            "VIRTUAL_ENV": str(self.path),
+        }
+
+    def run(self, *args: str, **kwargs) -> str | bool | None:
+        env = {**self.env, **kwargs.pop("env", {})}
+        return self.session.run(*args, env=env, external=True, **kwargs)
+
+    def pip(self, *args: str, **kwargs) -> None:
+        self.run(self.python, "-m", "pip", "--disable-pip-version-check", *args, **kwargs)
+
+    def stamp(self, name: str) -> Path:
+        return self.path / ".stamps" / name
+
+    def ensure(self, requirements: list[str]) -> TorchEnv:
+        """Create the venv if needed, with torch==version and the requirements."""
+        if not Path(self.python).exists():
+            self.session.log(f"creating {self.path.relative_to(ROOT)}")
+            self.session.run(sys.executable, "-m", "venv", str(self.path), external=True)
+            self.pip("install", "-q", "--upgrade", "pip")
+        wanted = f"torch=={self.version}\n" + "\n".join(
+            sorted(set(BASE_REQUIREMENTS + requirements))
+        )
+        stamp = self.stamp("requirements")
+        if not stamp.exists() or stamp.read_text() != wanted:
+            self.pip("install", "-q", *wanted.split("\n"))
+            stamp.parent.mkdir(exist_ok=True)
+            stamp.write_text(wanted)
+        else:
+            self.session.log(f"torch {self.version} environment up to date")
+        return self
+
+    @property
+    def torch_cuda(self) -> str | None:
+        out = self.run(self.python, "-c", "import torch; print(torch.version.cuda)", silent=True)
+        value = str(out).strip().splitlines()[-1]
+        return None if value == "None" else value
+
+    def install(self, name: str, path: Path, *, hash_roots: tuple[Path, ...]) -> None:
+        """pip install --no-build-isolation path, unless nothing it depends on changed."""
+        knobs = "\n".join(f"{k}={os.environ.get(k, '')}" for k in BUILD_KNOBS)
+        digest = tree_hash(*hash_roots, extra=knobs)
+        stamp = self.stamp(name)
+        if stamp.exists() and stamp.read_text() == digest:
+            self.session.log(f"{name}: unchanged since its last build here, not rebuilt")
+            self.built.append(name)
+            return
+        start = time.perf_counter()
+        self.pip(
+            "install", "-q", "--no-build-isolation", "--no-deps", "--force-reinstall", str(path)
+        )
+        self.build_seconds[name] = time.perf_counter() - start
+        stamp.parent.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+        self.built.append(name)
+
+    def install_packages(self, packages: list[Package]) -> None:
+        """Build and install every package that this torch can build; name the others."""
+        self.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
+        torch_cuda = self.torch_cuda
+        for package in packages:
+            if package.cuda == "required" and torch_cuda is None:
+                self.skipped[package.name] = (
+                    f"CUDA-only, and torch {self.version} here is a CPU-only build"
+                )
+                self.session.log(f"SKIPPED {package.name}: {self.skipped[package.name]}")
+                continue
+            self.install(
+                package.name, package.root, hash_roots=(package.root, SHARED_BUILD / "src")
+            )
+
+    def summary(self) -> str:
+        built = ", ".join(n for n in self.built if n != "shared_build") or "none"
+        skipped = "; ".join(f"{n} ({why})" for n, why in self.skipped.items()) or "none"
+        return f"torch {self.version}: built {built}; skipped {skipped}"
+
+
+def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
+    requirements = {r for p in packages for r in p.test_requires}
+    if bench:
+        requirements |= {r for p in packages for r in p.bench_requires} | {"matplotlib"}
+    return sorted(requirements)
+
+
+def prepared_env(
+    session: nox.Session, version: str, *, bench: bool = False
+) -> tuple[TorchEnv, list[Package]]:
+    packages = discover_packages()
+    env = TorchEnv(session, version).ensure(all_requirements(packages, bench=bench))
+    env.install_packages(packages)
+    return env, packages
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("torch", TORCH_VERSIONS, ids=[f"torch='{v}'" for v in TORCH_VERSIONS])
+def tests(session: nox.Session, torch: str) -> None:
+    """Build every package against one torch and run all test suites on the installed packages."""
+    env, packages = prepared_env(session, torch)
+    suites = [str(SHARED_BUILD / "tests")]
+    suites += [
+        str(p.root / "tests")
+        for p in packages
+        if p.name not in env.skipped and (p.root / "tests").is_dir()
+    ]
+    suites.append(str(ROOT / "tests"))
+    pytest_env = {"REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items())}
+    env.run(env.python, "-m", "pytest", *suites, *session.posargs, env=pytest_env)
+    session.log(env.summary())
+
+
+def _bench_versions(session: nox.Session) -> tuple[list[str], list[str]]:
+    args = list(session.posargs)
+    versions = [TORCH_VERSIONS[0]]
+    if "--all-torch" in args:
+        args.remove("--all-torch")
+        versions = list(TORCH_VERSIONS)
+    while "--torch" in args:
+        index = args.index("--torch")
+        versions = (
+            [args[index + 1]] if versions == [TORCH_VERSIONS[0]] else [*versions, args[index + 1]]
+        )
+        del args[index : index + 2]
+    return versions, args
+
+
+@nox.session(venv_backend="none")
+def bench(session: nox.Session) -> None:
+    """Benchmark every package against its peers; `-- --all-torch` for every torch version."""
+    versions, args = _bench_versions(session)
+    out_dir = ROOT / "benchmarks" / "results"
+    raw_files = []
+    for version in versions:
+        env, _ = prepared_env(session, version, bench=True)
+        raw = out_dir / "raw" / f"torch-{version}.json"
+        env.run(
+            env.python,
+            str(ROOT / "benchmarks" / "run.py"),
+            "--output",
+            str(raw),
+            "--skipped",
+            json.dumps(env.skipped),
+            *args,
+        )
+        raw_files.append(str(raw))
+    last = TorchEnv(session, versions[-1])
+    last.run(
+        last.python,
+        str(ROOT / "benchmarks" / "report.py"),
+        "--output-dir",
+        str(out_dir),
+        *raw_files,
+    )
+
+
+@nox.session(venv_backend="none")
+def build(session: nox.Session) -> None:
+    """Wheels and sdists of every package, per torch version, into dist/torch-<version>/."""
+    versions = session.posargs or TORCH_VERSIONS
+    for version in versions:
+        env, packages = prepared_env(session, version)
+        out = ROOT / "dist" / f"torch-{version}"
+        out.mkdir(parents=True, exist_ok=True)
+        for package in packages:
+            if package.name in env.skipped:
+                continue
+            env.pip(
+                "wheel",
+                "-q",
+                "--no-build-isolation",
+                "--no-deps",
+                "-w",
+                str(out),
+                str(package.root),
+            )
+            with session.chdir(package.root):
+                env.run(env.python, "setup.py", "-q", "sdist", "-d", str(out))
+        session.log(f"{env.summary()}; wheels and sdists in {out.relative_to(ROOT)}")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint and format) and clang-format over the whole repository."""
+    session.install("ruff", "clang-format")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    sources = sorted(
+        str(p)
+        for pattern in ("*.cpp", "*.cu", "*.h", "*.cuh")
+        for p in ROOT.rglob(pattern)
+        if not ({".nox", "build", "_vendor"} & set(p.relative_to(ROOT).parts))
+    )
+    session.run("clang-format", "--dry-run", "--Werror", *sources)
+
+
+@nox.session(venv_backend="none")
+def examples(session: nox.Session) -> None:
+    """Build and run every example under examples/, stopping at the first failure."""
+    env, _ = prepared_env(session, TORCH_VERSIONS[0])
+    env.run(env.python, str(ROOT / "examples" / "run_all.py"), *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def gpu(session: nox.Session) -> None:
+    """On a GPU machine: build with the visible GPU's arch, run every test, compute-sanitizer, CUDA benchmarks."""
+    if shutil.which("nvidia-smi") is None:
+        session.error("nox -s gpu needs a machine with an NVIDIA GPU (nvidia-smi not found)")
+    session.run("bash", str(ROOT / ".ci" / "gpu_check.sh"), *session.posargs, external=True)
+
+
+def _clean_build_time(env: TorchEnv, package: Package, scratch: Path) -> tuple[float, float]:
+    """(clean build, no-op rebuild) wall seconds of `pip wheel` with a fresh build folder."""
+    environment = {**os.environ, **env.env, "SHARED_BUILD_DIR": str(scratch / "build")}
+    command = [
+        env.python,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-build-isolation",
+        "--no-deps",
+        "-w",
+        str(scratch / "w"),
+        str(package.root),
+    ]
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, env=environment)
+        times.append(time.perf_counter() - start)
+    return times[0], times[1]

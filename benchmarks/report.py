@@ -1,0 +1,295 @@
+"""Merge raw benchmark files (one per torch version) into one report.
+
+    python benchmarks/report.py --output-dir benchmarks/results raw/torch-2.13.0.json raw/torch-2.14.1.json
+
+Writes report.md (also printed), results.json (every raw figure, by torch version) and one
+PNG per op under plots/: time against size, one line per implementation, one panel per
+torch version. Columns put the torch versions side by side, so that a regression of an op
+or of a peer between torch releases shows in one row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness import format_seconds  # noqa: E402
+
+REGRESSION = 1.10  # a time more than 10% above the first version's is flagged
+
+
+def load(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """{torch version: raw report}, in the order given."""
+    runs = {}
+    for path in paths:
+        data = json.loads(path.read_text())
+        runs[data["torch"]] = data
+    return runs
+
+
+def group(runs: dict[str, dict]) -> dict[tuple, dict[str, dict[str, dict]]]:
+    """{(package, op, device, dtype): {case: {impl: {version: measurement}}}}, in first-seen order."""
+    table: dict[tuple, dict[str, dict[str, dict]]] = {}
+    for version, data in runs.items():
+        for m in data["measurements"]:
+            key = (m["package"], m["op"], m["device"], m["dtype"])
+            cases = table.setdefault(key, {})
+            cases.setdefault(m["case"], {}).setdefault(m["impl"], {})[version] = m
+    return table
+
+
+def speedup(ours: dict | None, peer: dict | None) -> float | None:
+    if not ours or not peer or not ours["seconds"] or not peer["seconds"]:
+        return None
+    return peer["seconds"] / ours["seconds"]
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.2f}x"
+
+
+def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
+    """One row per goal and case: the measured value per torch version and the verdict."""
+    versions = list(runs)
+    goals: dict[tuple, dict] = {}
+    for data in runs.values():
+        for goal in data.get("goals", []):
+            goals.setdefault(tuple(sorted((k, str(v)) for k, v in goal.items())), goal)
+    rows = []
+    for goal in goals.values():
+        matching = [
+            (key, case, impls)
+            for key, cases in table.items()
+            if key[0] == goal["package"] and key[1] == goal["op"] and key[2] == goal["device"]
+            for case, impls in cases.items()
+            if goal.get("case") in (None, case)
+        ]
+        if not matching:
+            rows.append(
+                [
+                    goal["package"],
+                    describe_goal(goal),
+                    "-",
+                    *["not run"] * len(versions),
+                    "not measured",
+                ]
+            )
+            continue
+        for key, case, impls in matching:
+            values = []
+            for version in versions:
+                ours = impls.get(goal["ours"], {}).get(version)
+                if goal.get("metric"):
+                    values.append(ours["extra"].get(goal["metric"]) if ours else None)
+                else:
+                    values.append(speedup(ours, impls.get(goal["peer"], {}).get(version)))
+            measured = [v for v in values if v is not None]
+            if not measured:
+                verdict = "not measured"
+            elif all(v >= goal["min_speedup"] for v in measured):
+                verdict = "met"
+            else:
+                verdict = "**missed**"
+            rows.append(
+                [
+                    goal["package"],
+                    describe_goal(goal),
+                    f"{case} ({key[3]})",
+                    *map(fmt_ratio, values),
+                    verdict,
+                ]
+            )
+    return rows
+
+
+def describe_goal(goal: dict) -> str:
+    if goal.get("metric"):
+        return f"{goal['op']} {goal['device']}: {goal['ours']} {goal['metric']} >= {goal['min_speedup']}"
+    return f"{goal['op']} {goal['device']}: {goal['ours']} >= {goal['min_speedup']}x {goal['peer']}"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine_section(runs: dict[str, dict]) -> str:
+    lines = []
+    for version, data in runs.items():
+        m = data["machine"]
+        gpu = m["gpu"]["name"] + f" x{m['gpu']['count']}" if m.get("gpu") else "no GPU"
+        lines.append(
+            f"- torch {version} (CUDA {data['cuda'] or 'none'}): {m['cpu']}, {m['cores']} cores "
+            f"({m['torch_threads']} torch threads, {m['cpu_capability']}), {m['memory_gib']} GiB, {gpu}; "
+            f"Python {m['python']}; {m['date']}{' (quick run)' if data.get('quick') else ''}"
+        )
+    return "\n".join(lines)
+
+
+def render(runs: dict[str, dict]) -> str:
+    versions = list(runs)
+    table = group(runs)
+    out = ["# Benchmark report", "", machine_section(runs), ""]
+    out += [
+        "Times are medians (torch.utils.benchmark, CUDA synchronized), every implementation of a",
+        "case timed round-robin in one process. **speedup** = peer's time / ours: above 1 ours is",
+        f"faster. A time more than {int((REGRESSION - 1) * 100)}% above the first torch version's is marked ▲.",
+        "",
+        "## Goals",
+        "",
+    ]
+    out.append(
+        markdown_table(
+            ["package", "goal", "case", *[f"torch {v}" for v in versions], "verdict"],
+            goal_rows(runs, table),
+        )
+    )
+    for (package, op, device, dtype), cases in table.items():
+        out += ["", f"## {package}: {op} ({device}, {dtype})", ""]
+        rows = []
+        for case, impls in cases.items():
+            ours_name = next(
+                (name for name, per in impls.items() if any(m["ours"] for m in per.values())), None
+            )
+            for impl, per_version in impls.items():
+                row = [case, f"**{impl}**" if impl == ours_name else impl]
+                first = None
+                for version in versions:
+                    m = per_version.get(version)
+                    if m is None:
+                        row.append("-")
+                        continue
+                    cell = format_seconds(m["seconds"])
+                    if first is None:
+                        first = m["seconds"]
+                    elif m["seconds"] > first * REGRESSION:
+                        cell += " ▲"
+                    row.append(cell)
+                for version in versions:
+                    if impl == ours_name:
+                        row.append("-")
+                    else:
+                        ours = impls.get(ours_name, {}).get(version) if ours_name else None
+                        row.append(fmt_ratio(speedup(ours, per_version.get(version))))
+                extras = per_version.get(versions[-1]) or next(iter(per_version.values()))
+                row.append(", ".join(f"{k} {v:.3g}" for k, v in extras["extra"].items()) or "")
+                rows.append(row)
+        header = [
+            "case",
+            "impl",
+            *[f"time {v}" for v in versions],
+            *[f"speedup {v}" for v in versions],
+            "extra",
+        ]
+        out.append(markdown_table(header, rows))
+    builds = [
+        [package, version, f"{b['clean_build_s']:.1f}", f"{b['noop_rebuild_s']:.1f}"]
+        for version, data in runs.items()
+        for package, b in data.get("builds", {}).items()
+    ]
+    if builds:
+        out += [
+            "",
+            "## Builds",
+            "",
+            "`pip wheel --no-build-isolation` with a fresh build folder, then again (no-op).",
+            "",
+        ]
+        out.append(
+            markdown_table(["package", "torch", "clean build (s)", "no-op rebuild (s)"], builds)
+        )
+    skipped = [
+        f"- torch {v}: {p} skipped: {why}"
+        for v, d in runs.items()
+        for p, why in d.get("skipped", {}).items()
+    ]
+    failures = [
+        f"- torch {v}: {p} FAILED: {why}"
+        for v, d in runs.items()
+        for p, why in d.get("failures", {}).items()
+    ]
+    notes = [f"- torch {v}: {n}" for v, d in runs.items() for n in d.get("notes", [])]
+    if skipped or failures or notes:
+        out += ["", "## Skipped, failed, notes", "", *skipped, *failures, *notes]
+    return "\n".join(out) + "\n"
+
+
+def plot(runs: dict[str, dict], out_dir: Path) -> list[Path]:
+    """One PNG per (package, op, device, dtype): time vs size, a panel per torch version."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    versions = list(runs)
+    written = []
+    series: dict[tuple, dict[str, dict[str, list[tuple[float, float]]]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for version, data in runs.items():
+        for m in data["measurements"]:
+            key = (m["package"], m["op"], m["device"], m["dtype"])
+            series[key][version].setdefault(m["impl"], []).append((m["size"], m["seconds"]))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for key, per_version in series.items():
+        fig, axes = plt.subplots(
+            1, len(versions), figsize=(5.5 * len(versions), 4), squeeze=False, sharey=True
+        )
+        for ax, version in zip(axes[0], versions, strict=True):
+            for impl, points in sorted(per_version.get(version, {}).items()):
+                points.sort()
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker="o", label=impl)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"torch {version}")
+            ax.set_xlabel("size")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].set_ylabel("seconds per call (median)")
+        axes[0][-1].legend(fontsize=8)
+        fig.suptitle(f"{key[0]}: {key[1]} ({key[2]}, {key[3]})")
+        fig.tight_layout()
+        name = (
+            "-".join(part.replace(" ", "_").replace("/", "_").replace("+", "plus") for part in key)
+            + ".png"
+        )
+        path = out_dir / name
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("raw", nargs="+", type=Path, help="raw JSON files from benchmarks/run.py")
+    parser.add_argument("--output-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--no-plots", action="store_true")
+    args = parser.parse_args()
+    runs = load(args.raw)
+    text = render(runs)
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    (args.output_dir / "report.md").write_text(text)
+    (args.output_dir / "results.json").write_text(json.dumps({"versions": runs}, indent=1) + "\n")
+    print(text)
+    if not args.no_plots:
+        for path in plot(runs, args.output_dir / "plots"):
+            print(f"plot: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    print(f"report: {args.output_dir / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""A package ships: its wheel and its sdist install and import in a clean virtual
+environment that has only the same torch, and an isolated build fails with the sentence
+that says what to do.
+
+add_ext stands for every package: they share setup.py, shared_build and the sdist logic
+(tests/test_packages.py checks that every setup.py goes through shared_build).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import venv
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "packages" / "add_ext"
+CHECK = textwrap.dedent(
+    """
+    import torch, add_ext
+    x, y = torch.randn(100), torch.randn(100)
+    assert torch.allclose(add_ext.add(x, y, 2.0), 2 * x + y)
+    print("ok", add_ext.BUILD_INFO["torch"], add_ext.__file__)
+    """
+)
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), cwd=cwd, check=check, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory) -> dict[str, Path]:
+    """The wheel (built in this environment) and the sdist of add_ext."""
+    out = tmp_path_factory.mktemp("dist")
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-build-isolation",
+        "--no-deps",
+        "-w",
+        str(out),
+        str(PACKAGE),
+    )
+    run(sys.executable, "setup.py", "-q", "sdist", "-d", str(out), cwd=PACKAGE)
+    (wheel,) = out.glob("add_ext-*.whl")
+    (sdist,) = out.glob("add_ext-*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
+
+
+@pytest.fixture(scope="module")
+def clean_env(tmp_path_factory) -> Path:
+    """A new virtual environment with this torch and the build tools, nothing of ours."""
+    path = tmp_path_factory.mktemp("clean") / "venv"
+    venv.create(path, with_pip=True)
+    python = path / "bin" / "python"
+    version = torch.__version__.split("+")[0]
+    run(
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        f"torch=={version}",
+        "setuptools>=70.1",
+        "ninja",
+        "packaging",
+    )
+    installed = run(str(python), "-c", "import torch; print(torch.__version__)").stdout.strip()
+    assert installed == torch.__version__, "the clean environment must have the same torch build"
+    return python
+
+
+def test_wheel_is_abi3(artifacts):
+    assert "-cp310-abi3-" in artifacts["wheel"].name, artifacts["wheel"].name
+
+
+def test_wheel_installs_and_imports_in_a_clean_env(artifacts, clean_env):
+    run(
+        str(clean_env),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--force-reinstall",
+        str(artifacts["wheel"]),
+    )
+    out = run(str(clean_env), "-c", CHECK, cwd=clean_env.parent).stdout
+    assert out.startswith(f"ok {torch.__version__}"), out
+    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "add_ext")
+
+
+def test_sdist_builds_without_the_repository(artifacts, clean_env):
+    """The sdist carries shared_build: it builds from a folder with no repository around it."""
+    result = run(
+        str(clean_env), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--force-reinstall",
+        str(artifacts["sdist"]), check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = run(str(clean_env), "-c", CHECK, cwd=clean_env.parent).stdout
+    assert out.startswith("ok"), out
+    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "add_ext")
+
+
+def test_isolated_build_says_to_use_no_build_isolation(clean_env):
+    """pip's default isolated build hides torch; the failure must say what to do."""
+    result = run(str(clean_env), "-m", "pip", "install", "--no-deps", str(PACKAGE), check=False)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "needs torch, which is not importable in this build environment" in output, output[
+        -3000:
+    ]
+    assert "pip install --no-build-isolation" in output

@@ -1,0 +1,109 @@
+"""Every package under packages/: its layout, its import, its ops' registrations.
+
+Runs against the installed packages. A package nox could not build in this environment
+(e.g. a CUDA-only one under a CPU-only torch) arrives in REPO_SKIPPED_PACKAGES as
+name=reason and is skipped here by name with that reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIRS = sorted(p.parent for p in (ROOT / "packages").glob("*/pyproject.toml"))
+SKIPPED = dict(
+    item.split("=", 1)
+    for item in os.environ.get("REPO_SKIPPED_PACKAGES", "").split(",")
+    if "=" in item
+)
+
+
+def package_names() -> list[str]:
+    return [p.name for p in PACKAGE_DIRS]
+
+
+def import_or_skip(name: str):
+    if name in SKIPPED:
+        pytest.skip(f"{name} not built in this environment: {SKIPPED[name]}")
+    return importlib.import_module(name)
+
+
+def test_packages_are_discovered():
+    assert "add_ext" in package_names()
+
+
+@pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)
+def test_layout(root: Path):
+    """The fixed slots of STYLE.md: metadata, a setup.py that calls shared_build, sources,
+    the Python package, tests, a README."""
+    name = root.name
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert project["project"]["name"] == name, "the package name is its folder's name"
+    assert "torch" not in " ".join(project["build-system"]["requires"]), (
+        "torch must not be a build requirement: the build must see the torch you run"
+    )
+    assert "setup_kwargs(here" in (root / "setup.py").read_text()
+    assert list((root / "csrc").rglob("*.cpp")), "C++ sources live in csrc/"
+    assert (root / "src" / name / "__init__.py").is_file()
+    assert (root / "src" / name / "ops.py").is_file()
+    assert list((root / "tests").glob("test_*.py")), "each package has its own tests"
+    assert (root / "README.md").is_file()
+
+
+@pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)
+def test_module_init_uses_the_macro(root: Path):
+    """The C++ side never hard-codes the Python module name."""
+    for source in root.joinpath("csrc").rglob("*.cpp"):
+        text = source.read_text()
+        assert not re.search(r"PyInit_\w+\s*\(", text), f"{source}: use SHARED_BUILD_PYTHON_MODULE"
+        assert not re.search(r"PYBIND11_MODULE\(\s*(?!TORCH_EXTENSION_NAME)", text), (
+            f"{source}: PYBIND11_MODULE must be named TORCH_EXTENSION_NAME"
+        )
+
+
+def ops_of(name: str) -> list[str]:
+    return sorted(op for op in torch._C._dispatch_get_all_op_names() if op.startswith(f"{name}::"))
+
+
+@pytest.mark.parametrize("name", package_names())
+def test_imports_and_records_its_build(name: str):
+    module = import_or_skip(name)
+    info = module._build_info.BUILD_INFO
+    assert info["package"] == name
+    assert info["torch"] == torch.__version__, "the environment's torch is the one built against"
+    assert ops_of(name), f"{name} registers its ops in the {name} namespace"
+
+
+@pytest.mark.parametrize("name", package_names())
+def test_every_op_has_a_fake_kernel(name: str):
+    import_or_skip(name)
+    for op in ops_of(name):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "Meta"), (
+            f"{op} has no fake/meta kernel: torch.compile and export cannot trace it"
+        )
+
+
+@pytest.mark.parametrize("name", package_names())
+def test_import_check_names_both_versions(name: str):
+    module = import_or_skip(name)
+    stale = {**module._build_info.BUILD_INFO, "torch": "1.13.1"}
+    with pytest.raises(
+        ImportError,
+        match=rf"{name} was built against torch 1.13.1 but torch .* is installed; rebuild it with: pip install --no-build-isolation",
+    ):
+        module._build_info.check_compatible(stale)
+
+
+def test_all_packages_load_together():
+    loaded = [import_or_skip(name) for name in package_names() if name not in SKIPPED]
+    namespaces = {m.__name__ for m in loaded}
+    assert len(namespaces) == len(loaded)
+    for module in loaded:
+        assert ops_of(module.__name__)

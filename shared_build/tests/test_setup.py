@@ -38,12 +38,27 @@ def make_package(tmp_path, tool_table: str = "", files=("csrc/op.cpp",), name="d
 
 def test_read_config_defaults(tmp_path):
     config = setup_helpers.read_config(make_package(tmp_path))
-    assert (config.name, config.version, config.cuda, config.module, config.python_module) == (
+    assert (
+        config.name,
+        config.version,
+        config.cuda,
+        config.module,
+        config.python_module,
+        config.limited_api,
+    ) == (
         "demo",
         "1.2.3",
         "none",
         "_C",
         True,
+        True,
+    )
+
+
+def test_read_config_limited_api_off(tmp_path):
+    assert (
+        setup_helpers.read_config(make_package(tmp_path, "limited_api = false\n")).limited_api
+        is False
     )
 
 

@@ -66,6 +66,7 @@ class PackageConfig:
     cuda: str = "none"
     module: str = "_C"
     python_module: bool = True
+    limited_api: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -104,12 +105,13 @@ def read_config(root: Path) -> PackageConfig:
         raise BuildError(f"[tool.shared_build] cuda = {cuda!r} but {root / 'csrc'} has no .cu file")
     module = table.pop("module", "_C")
     python_module = table.pop("python_module", True)
+    limited_api = table.pop("limited_api", True)
     allowed = {"libraries", "library_dirs", "include_dirs", "extra_link_args", "define_macros"}
     unknown = set(table) - allowed
     if unknown:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
-            f"cuda, module, python_module, {', '.join(sorted(allowed))}"
+            f"cuda, module, python_module, limited_api, {', '.join(sorted(allowed))}"
         )
     return PackageConfig(
         root=root,
@@ -118,6 +120,7 @@ def read_config(root: Path) -> PackageConfig:
         cuda=cuda,
         module=module,
         python_module=bool(python_module),
+        limited_api=bool(limited_api),
         extra=table,
     )
 
@@ -413,10 +416,11 @@ def _setup_kwargs(
         ],
         define_macros=define_macros,
         extra_compile_args=compile_args,
-        # Nothing here uses libtorch_python or pybind11: ops reach Python through the
+        # By default nothing uses libtorch_python or pybind11: ops reach Python through the
         # dispatcher, so one abi3 wheel serves every CPython >= 3.10, and a library without
-        # a Python module links into a C++ program without libpython.
-        py_limited_api=True,
+        # a Python module links into a C++ program without libpython. limited_api = false
+        # is for a package that binds functions with pybind11 (full C API, torch_python).
+        py_limited_api=config.limited_api or not config.python_module,
     )
 
     info: dict[str, Any] = {
@@ -446,10 +450,9 @@ def _setup_kwargs(
 
     kwargs["ext_modules"] = [extension]
     kwargs["cmdclass"]["build_ext"] = _make_build_ext(info, config.python_module)
-    kwargs["options"] = {
-        "build": {"build_base": build_base},
-        "bdist_wheel": {"py_limited_api": "cp310"},
-    }
+    kwargs["options"] = {"build": {"build_base": build_base}}
+    if config.limited_api:
+        kwargs["options"]["bdist_wheel"] = {"py_limited_api": "cp310"}
     return kwargs
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import tomllib
 import venv
 from pathlib import Path
 
@@ -80,8 +81,15 @@ def clean_env(tmp_path_factory) -> Path:
     return python
 
 
-def test_wheel_is_abi3(artifacts):
-    assert "-cp310-abi3-" in artifacts["wheel"].name, artifacts["wheel"].name
+def test_wheel_tag_follows_limited_api(artifacts):
+    """abi3 (one wheel for CPython >= 3.10) unless the package binds with pybind11."""
+    config = tomllib.loads((PACKAGE / "pyproject.toml").read_text())["tool"]["shared_build"]
+    tag = (
+        "cp310-abi3"
+        if config.get("limited_api", True)
+        else f"cp3{sys.version_info.minor}-cp3{sys.version_info.minor}"
+    )
+    assert f"-{tag}-" in artifacts["wheel"].name, artifacts["wheel"].name
 
 
 def test_wheel_installs_and_imports_in_a_clean_env(artifacts, clean_env):

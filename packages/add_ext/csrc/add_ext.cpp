@@ -1,15 +1,18 @@
-// The add_ext operator library: the op's schema, its input checks, and the
-// Python module.
+// The add_ext operator library: the op's schema and its input checks.
 #include "add_ext.h"
 
-#include <shared_build/python_module.h>
 #include <torch/library.h>
-
-SHARED_BUILD_PYTHON_MODULE("add_ext: alpha * x + y as a PyTorch custom op")
 
 namespace add_ext {
 
 void check_add_inputs(const at::Tensor& x, const at::Tensor& y) {
+  // None passed for a Tensor argument arrives as an undefined tensor.
+  TORCH_CHECK(x.defined() && y.defined(),
+              "add_ext.add: x and y must be tensors, got ",
+              x.defined() ? "a tensor" : "None",
+              " for x and ",
+              y.defined() ? "a tensor" : "None",
+              " for y");
   TORCH_CHECK(x.device() == y.device(),
               "add_ext.add: x and y must be on the same device, got x on ",
               x.device(),

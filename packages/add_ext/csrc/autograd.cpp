@@ -10,6 +10,8 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include "add_ext.h"
+
 namespace add_ext {
 namespace {
 
@@ -55,6 +57,10 @@ class AddFunction : public torch::autograd::Function<AddFunction> {
 at::Tensor add_autograd(const at::Tensor& x,
                         const at::Tensor& y,
                         double alpha) {
+  // First kernel on the way for CPU and CUDA tensors: check before autograd
+  // records the inputs (an undefined tensor would fail there with a message
+  // about devices).
+  check_add_inputs(x, y);
   return AddFunction::apply(x, y, alpha);
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 import torch
 from torch.testing import assert_close
@@ -237,13 +239,10 @@ def test_mixed_devices_cpu_cuda():
 
 def test_sparse_input_is_rejected():
     x = torch.randn(3, 3).to_sparse()
-    with pytest.raises(RuntimeError, match="SparseCPU"):
+    with pytest.raises(
+        RuntimeError, match="must be dense \\(strided\\) tensors, got x Sparse and y Sparse"
+    ):
         add_ext.add(x, x)
-
-
-def test_non_float_alpha_is_rejected():
-    with pytest.raises(RuntimeError):
-        add_ext.add(torch.randn(3), torch.randn(3), alpha="2")  # type: ignore[arg-type]
 
 
 # ---- CUDA only --------------------------------------------------------------------------
@@ -285,3 +284,88 @@ def test_cuda_on_second_device_if_present():
         pytest.skip("needs two GPUs")
     x = torch.randn(1000, device="cuda:1")
     assert_close(add_ext.add(x, x, 1.0), 2 * x)
+
+
+# ---- the direct entry (add_ext._C.add) keeps the op's semantics -------------------------
+
+
+class LoggingTensor(torch.Tensor):
+    """A subclass whose __torch_function__ records what it sees."""
+
+    seen: ClassVar[list] = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.seen.append(func)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_subclass_torch_function_is_honoured():
+    LoggingTensor.seen.clear()
+    x = torch.randn(4).as_subclass(LoggingTensor)
+    out = add_ext.add(x, torch.randn(4), 2.0)
+    assert torch.ops.add_ext.add.default in LoggingTensor.seen
+    assert isinstance(out, LoggingTensor)
+
+
+def test_torch_function_mode_sees_the_call():
+    seen = []
+
+    class Mode(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        add_ext.add(torch.randn(3), torch.randn(3))
+    assert torch.ops.add_ext.add.default in seen
+
+
+def test_torch_dispatch_mode_sees_the_op():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        add_ext.add(torch.randn(3), torch.randn(3))
+    assert torch.ops.add_ext.add.default in seen
+
+
+def test_parameters_and_integer_alpha():
+    w = torch.nn.Parameter(torch.randn(5))
+    out = add_ext.add(w, w, 3)
+    assert_close(out, 4 * w.detach())
+    out.sum().backward()
+    assert_close(w.grad, torch.full_like(w, 4.0))
+
+
+def test_direct_entry_matches_the_op():
+    x, y = torch.randn(50), torch.randn(50)
+    assert_close(add_ext._C.add(x, y, 0.25), torch.ops.add_ext.add(x, y, 0.25))
+    assert_close(add_ext._C.add(x, y), x + y)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (None, "x and y must be tensors, got None for x and a tensor for y"),
+        (
+            [1.0, 2.0],
+            "Expected a value of type 'Tensor' for argument 'x' but instead found type 'list'",
+        ),
+        ("x", "Expected a value of type 'Tensor' for argument 'x' but instead found type 'str'"),
+    ],
+)
+def test_non_tensor_arguments_get_the_ops_error(bad, message):
+    with pytest.raises(RuntimeError, match=message):
+        add_ext.add(bad, torch.randn(2))
+
+
+def test_non_number_alpha_gets_the_ops_error():
+    with pytest.raises(RuntimeError, match="Expected a value of type 'float' for argument 'alpha'"):
+        add_ext.add(torch.randn(2), torch.randn(2), alpha="2")  # type: ignore[arg-type]

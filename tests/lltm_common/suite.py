@@ -442,7 +442,10 @@ def test_torch_compile_inductor_fullgraph(impl):
 B, I, S = 16, 32, 128  # noqa: E741  (batch, input_features, state_size)
 
 
-def _forward_case(mutate):
+def bad_forward_args(mutate):
+    """A function of the device that returns forward's arguments, by name, at the tutorial
+    shape with mutate(args, device) applied."""
+
     def build(device):
         args = dict(
             zip(
@@ -525,7 +528,7 @@ FORWARD_BAD = {
 def test_forward_bad_inputs(impl, case, where):
     """The C++ kernel and the fake kernel (meta device) reject bad input alike."""
     mutate, message = FORWARD_BAD[case]
-    args = _forward_case(mutate)(impl.device if where == "kernel" else "meta")
+    args = bad_forward_args(mutate)(impl.device if where == "kernel" else "meta")
     with pytest.raises(RuntimeError, match=f"{impl.name}.forward: {message}"):
         impl.package.forward(*args.values())
 
@@ -539,7 +542,8 @@ def test_forward_mixed_devices(impl):
         impl.package.forward(*args)
 
 
-def _backward_args(device, dtype=torch.float32):
+def backward_args(device, dtype=torch.float32):
+    """backward's nine arguments, by name, with valid shapes at the tutorial shape."""
     inputs = make_inputs(B, I, S, device=device, dtype=dtype)
     g = torch.randn(B, S, device=device, dtype=dtype)
     z = torch.randn(B, 3 * S, device=device, dtype=dtype)
@@ -592,7 +596,7 @@ BACKWARD_BAD = {
 def test_backward_bad_inputs(impl, case, where):
     name, factory, message = BACKWARD_BAD[case]
     device = impl.device if where == "kernel" else "meta"
-    args = _backward_args(device)
+    args = backward_args(device)
     args[name] = factory(args, device)
     with pytest.raises(RuntimeError, match=f"{impl.name}.backward: {message}"):
         impl.package.backward(*args.values())

@@ -244,12 +244,24 @@ def _check_backward_inputs(
     return batch, X.shape[1] - state, state
 
 
+def _check_device_kind(op: str, t: Tensor) -> None:
+    # The kernel registered for the other device type raises this after the checks above.
+    device = t.device
+    _check(
+        device.type in ("cpu", "meta"),
+        lambda: (
+            f"{op}: got tensors on {device}; lltm_cpu has CPU kernels only. Use lltm_cuda for CUDA tensors (same API), or move the tensors to the CPU."
+        ),
+    )
+
+
 # ---- fake kernels: shapes only, for torch.compile and the meta device --------------------
 
 
 @torch.library.register_fake("lltm_cpu::forward")
 def _(input, weights, bias, old_h, old_cell):
     batch, _, state = _check_forward_inputs(input, weights, bias, old_h, old_cell)
+    _check_device_kind(f"{_NAMESPACE}.forward", input)
     like = input.new_empty
     return (
         like(batch, state),  # new_h
@@ -277,6 +289,7 @@ def _(
         gate_weights,
         weights,
     )
+    _check_device_kind(f"{_NAMESPACE}.backward", grad_h)
     like = grad_h.new_empty
     return (
         like(batch, state),  # d_old_h
@@ -299,5 +312,6 @@ def _(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell, gate
         candidate_cell,
         gate_weights,
     )
+    _check_device_kind(f"{_NAMESPACE}._backward_pointwise", grad_h)
     like = grad_h.new_empty
     return like(batch, 3 * state), like(3 * state), like(batch, state)

@@ -28,7 +28,10 @@ namespace lltm_cpu {
 namespace {
 
 // Rows of the batch per task: enough elements that a task outweighs waking a
-// thread of the pool (measured: see the package README).
+// thread of the pool. Half of ATen's elementwise grain (32768), because each
+// element here costs several exp-like evaluations instead of one add; the
+// tutorial shape (2048 elements) stays on one thread. Not tuned by
+// measurement: this VM was too busy for two-thread timings to mean anything.
 constexpr int64_t kGrainElements = 16384;
 
 int64_t rows_per_task(int64_t state) {

@@ -88,7 +88,7 @@ class EagerLLTM(nn.Module):
 
 def run(ctx: Context) -> None:
     if "cuda" not in ctx.devices:
-        ctx.note("lltm_cuda: no CUDA GPU visible, nothing timed")
+        ctx.note("no CUDA GPU visible, nothing timed")
         return
     device = "cuda"
     for shape in (TUTORIAL, LARGE):

@@ -15,7 +15,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="${1:-$root/benchmarks/results/gpu-lltm}"
+out="${1:-$root/build/gpu_check_lltm}"  # build/ is git-ignored
 python="${PYTHON:-python}"
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 sanitizer="$(command -v compute-sanitizer || echo "$cuda_home/bin/compute-sanitizer")"

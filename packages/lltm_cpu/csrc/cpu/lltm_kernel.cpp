@@ -1,6 +1,7 @@
-// CPU kernels of lltm_cpu::forward and lltm_cpu::backward: the GEMMs through
-// ATen (MKL / oneDNN), the pointwise work in one fused, vectorized pass per
-// direction, parallel over the batch.
+// CPU kernels of lltm_cpu::forward, lltm_cpu::backward and
+// lltm_cpu::_backward_pointwise: the GEMMs through ATen (MKL here), the
+// pointwise work in one fused, vectorized pass per direction, parallel over the
+// batch.
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

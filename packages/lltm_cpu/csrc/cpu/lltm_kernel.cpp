@@ -1,0 +1,440 @@
+// CPU kernels of lltm_cpu::forward, lltm_cpu::backward and
+// lltm_cpu::_backward_pointwise: the GEMMs through ATen (MKL here), the
+// pointwise work in one fused, vectorized pass per direction, parallel over the
+// batch.
+#include <ATen/AccumulateType.h>
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+#include <shared_build/cpu_dispatch.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
+#include "cpu/vec_math.h"
+#include "lltm_cpu.h"
+
+namespace lltm_cpu {
+namespace {
+
+// Rows of the batch per task: enough elements that a task outweighs waking a
+// thread of the pool. Half of ATen's elementwise grain (32768), because each
+// element here costs several exp-like evaluations instead of one add; the
+// tutorial shape (2048 elements) stays on one thread. Not tuned by
+// measurement: this VM was too busy for two-thread timings to mean anything.
+constexpr int64_t kGrainElements = 16384;
+
+int64_t rows_per_task(int64_t state) {
+  return std::max<int64_t>(1, kGrainElements / std::max<int64_t>(state, 1));
+}
+
+// Loads and stores between a storage dtype and its math type. c10's own
+// bfloat16 conversion branches on NaN, which stops GCC from vectorizing the
+// loop; this one selects instead (same rounding: to nearest, ties to even; NaN
+// stays NaN). float16 keeps c10's conversion: correct, but its loops run one
+// element at a time.
+template <typename scalar_t>
+struct Convert {
+  using opmath_t = at::opmath_type<scalar_t>;
+  static C10_ALWAYS_INLINE opmath_t load(scalar_t v) {
+    return static_cast<opmath_t>(v);
+  }
+  static C10_ALWAYS_INLINE scalar_t store(opmath_t v) {
+    return static_cast<scalar_t>(v);
+  }
+};
+
+template <>
+struct Convert<c10::BFloat16> {
+  static C10_ALWAYS_INLINE float load(c10::BFloat16 v) {
+    return vec_math::bits_as<float>(static_cast<uint32_t>(v.x) << 16);
+  }
+  static C10_ALWAYS_INLINE c10::BFloat16 store(float v) {
+    const uint32_t u = vec_math::bits_as<uint32_t>(v);
+    const auto rounded =
+        static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    return c10::BFloat16(v != v ? static_cast<uint16_t>(0x7FC0) : rounded,
+                         c10::BFloat16::from_bits());
+  }
+};
+
+// ---- forward pointwise ------------------------------------------------------
+
+// One row of the batch at a time, one pass over its gates: gates is
+// (rows, 3 * state) [input | output | candidate], the rest (rows, state).
+template <typename scalar_t>
+C10_ALWAYS_INLINE void forward_rows_impl(const scalar_t* __restrict__ gates,
+                                         const scalar_t* __restrict__ old_cell,
+                                         scalar_t* __restrict__ new_h,
+                                         scalar_t* __restrict__ new_cell,
+                                         scalar_t* __restrict__ input_gate,
+                                         scalar_t* __restrict__ output_gate,
+                                         scalar_t* __restrict__ candidate,
+                                         int64_t rows,
+                                         int64_t state) {
+  using opmath_t = at::opmath_type<scalar_t>;
+  using C = Convert<scalar_t>;
+  for (int64_t r = 0; r < rows; ++r) {
+    const scalar_t* __restrict__ g = gates + r * 3 * state;
+    const int64_t o = r * state;
+    for (int64_t j = 0; j < state; ++j) {
+      const opmath_t i = vec_math::sigmoid(C::load(g[j]));
+      const opmath_t og = vec_math::sigmoid(C::load(g[state + j]));
+      const opmath_t c = vec_math::elu(C::load(g[2 * state + j]));
+      const opmath_t cell = C::load(old_cell[o + j]) + c * i;
+      new_cell[o + j] = C::store(cell);
+      new_h[o + j] = C::store(vec_math::tanh(cell) * og);
+      input_gate[o + j] = C::store(i);
+      output_gate[o + j] = C::store(og);
+      candidate[o + j] = C::store(c);
+    }
+  }
+}
+
+// target_clones does not apply to templates: one named leaf per dtype.
+#define LLTM_DEFINE_FORWARD_ROWS(scalar_t)                            \
+  SHARED_BUILD_CPU_CLONES void forward_rows(const scalar_t* gates,    \
+                                            const scalar_t* old_cell, \
+                                            scalar_t* new_h,          \
+                                            scalar_t* new_cell,       \
+                                            scalar_t* input_gate,     \
+                                            scalar_t* output_gate,    \
+                                            scalar_t* candidate,      \
+                                            int64_t rows,             \
+                                            int64_t state) {          \
+    forward_rows_impl<scalar_t>(gates,                                \
+                                old_cell,                             \
+                                new_h,                                \
+                                new_cell,                             \
+                                input_gate,                           \
+                                output_gate,                          \
+                                candidate,                            \
+                                rows,                                 \
+                                state);                               \
+  }
+
+LLTM_DEFINE_FORWARD_ROWS(float)
+LLTM_DEFINE_FORWARD_ROWS(double)
+LLTM_DEFINE_FORWARD_ROWS(c10::BFloat16)
+LLTM_DEFINE_FORWARD_ROWS(c10::Half)
+#undef LLTM_DEFINE_FORWARD_ROWS
+
+// ---- backward pointwise -----------------------------------------------------
+
+// d_gates (rows, 3 * state) and d_old_cell (rows, state) from the incoming
+// gradients and the saved activations; the column sums of d_gates (d_bias) are
+// added to bias_acc in acc_t. The sigmoid derivatives come from the saved
+// gates (as torch's sigmoid backward does), tanh(new_cell) is recomputed, and
+// elu's derivative comes from its pre-activation in gate_weights.
+template <typename scalar_t, typename acc_t>
+C10_ALWAYS_INLINE void backward_rows_impl(
+    const scalar_t* __restrict__ grad_h,
+    const scalar_t* __restrict__ grad_cell,
+    const scalar_t* __restrict__ new_cell,
+    const scalar_t* __restrict__ input_gate,
+    const scalar_t* __restrict__ output_gate,
+    const scalar_t* __restrict__ candidate,
+    const scalar_t* __restrict__ gate_weights,
+    scalar_t* __restrict__ d_old_cell,
+    scalar_t* __restrict__ d_gates,
+    acc_t* __restrict__ bias_acc,
+    int64_t rows,
+    int64_t state) {
+  using opmath_t = at::opmath_type<scalar_t>;
+  using C = Convert<scalar_t>;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t o = r * state;
+    const scalar_t* __restrict__ z = gate_weights + r * 3 * state;
+    scalar_t* __restrict__ dg = d_gates + r * 3 * state;
+    for (int64_t j = 0; j < state; ++j) {
+      const opmath_t gh = C::load(grad_h[o + j]);
+      const opmath_t i = C::load(input_gate[o + j]);
+      const opmath_t og = C::load(output_gate[o + j]);
+      const opmath_t c = C::load(candidate[o + j]);
+      const opmath_t zc = C::load(z[2 * state + j]);
+      const opmath_t t = vec_math::tanh(C::load(new_cell[o + j]));
+      const opmath_t d_cell =
+          gh * og * (opmath_t(1) - t * t) + C::load(grad_cell[o + j]);
+      const opmath_t d_i = d_cell * c * i * (opmath_t(1) - i);
+      const opmath_t d_o = gh * t * og * (opmath_t(1) - og);
+      const opmath_t d_c =
+          d_cell * i * (zc > opmath_t(0) ? opmath_t(1) : vec_math::exp(zc));
+      d_old_cell[o + j] = C::store(d_cell);
+      dg[j] = C::store(d_i);
+      dg[state + j] = C::store(d_o);
+      dg[2 * state + j] = C::store(d_c);
+      bias_acc[j] += static_cast<acc_t>(d_i);
+      bias_acc[state + j] += static_cast<acc_t>(d_o);
+      bias_acc[2 * state + j] += static_cast<acc_t>(d_c);
+    }
+  }
+}
+
+#define LLTM_DEFINE_BACKWARD_ROWS(scalar_t)                                   \
+  SHARED_BUILD_CPU_CLONES void backward_rows(                                 \
+      const scalar_t* grad_h,                                                 \
+      const scalar_t* grad_cell,                                              \
+      const scalar_t* new_cell,                                               \
+      const scalar_t* input_gate,                                             \
+      const scalar_t* output_gate,                                            \
+      const scalar_t* candidate,                                              \
+      const scalar_t* gate_weights,                                           \
+      scalar_t* d_old_cell,                                                   \
+      scalar_t* d_gates,                                                      \
+      at::acc_type<scalar_t, false>* bias_acc,                                \
+      int64_t rows,                                                           \
+      int64_t state) {                                                        \
+    backward_rows_impl<scalar_t, at::acc_type<scalar_t, false>>(grad_h,       \
+                                                                grad_cell,    \
+                                                                new_cell,     \
+                                                                input_gate,   \
+                                                                output_gate,  \
+                                                                candidate,    \
+                                                                gate_weights, \
+                                                                d_old_cell,   \
+                                                                d_gates,      \
+                                                                bias_acc,     \
+                                                                rows,         \
+                                                                state);       \
+  }
+
+LLTM_DEFINE_BACKWARD_ROWS(float)
+LLTM_DEFINE_BACKWARD_ROWS(double)
+LLTM_DEFINE_BACKWARD_ROWS(c10::BFloat16)
+LLTM_DEFINE_BACKWARD_ROWS(c10::Half)
+#undef LLTM_DEFINE_BACKWARD_ROWS
+
+void check_on_cpu(const char* op, const at::Tensor& t) {
+  TORCH_CHECK(
+      t.device().is_cpu(), op, ": the CPU kernel got tensors on ", t.device());
+}
+
+// ---- the ops
+// ------------------------------------------------------------------
+
+std::tuple<at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor>
+lltm_forward_cpu(const at::Tensor& input,
+                 const at::Tensor& weights,
+                 const at::Tensor& bias,
+                 const at::Tensor& old_h,
+                 const at::Tensor& old_cell) {
+  const LltmSizes sizes =
+      check_forward_inputs(input, weights, bias, old_h, old_cell);
+  check_on_cpu("lltm_cpu.forward", input);
+  const int64_t batch = sizes.batch;
+  const int64_t state = sizes.state_size;
+
+  // X is one of the results (backward needs it for d_weights), so the
+  // concatenation is not a temporary: one GEMM over it beats two GEMMs over
+  // old_h and input into one gates buffer.
+  at::Tensor X = at::cat({old_h, input}, 1);
+  at::Tensor gate_weights = at::addmm(bias, X, weights.t());
+  const auto options = input.options();
+  at::Tensor new_h = at::empty({batch, state}, options);
+  at::Tensor new_cell = at::empty({batch, state}, options);
+  at::Tensor input_gate = at::empty({batch, state}, options);
+  at::Tensor output_gate = at::empty({batch, state}, options);
+  at::Tensor candidate = at::empty({batch, state}, options);
+  if (batch == 0 || state == 0) {
+    return {
+        new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
+  }
+  const c10::MaybeOwned<at::Tensor> gates_c = gate_weights.expect_contiguous();
+  const c10::MaybeOwned<at::Tensor> cell_c = old_cell.expect_contiguous();
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kBFloat16, at::kHalf, input.scalar_type(), "lltm_cpu_forward", [&] {
+        const scalar_t* g = gates_c->const_data_ptr<scalar_t>();
+        const scalar_t* oc = cell_c->const_data_ptr<scalar_t>();
+        scalar_t* nh = new_h.mutable_data_ptr<scalar_t>();
+        scalar_t* nc = new_cell.mutable_data_ptr<scalar_t>();
+        scalar_t* ig = input_gate.mutable_data_ptr<scalar_t>();
+        scalar_t* og = output_gate.mutable_data_ptr<scalar_t>();
+        scalar_t* cc = candidate.mutable_data_ptr<scalar_t>();
+        at::parallel_for(
+            0, batch, rows_per_task(state), [&](int64_t begin, int64_t end) {
+              const int64_t s = begin * state;
+              forward_rows(g + 3 * s,
+                           oc + s,
+                           nh + s,
+                           nc + s,
+                           ig + s,
+                           og + s,
+                           cc + s,
+                           end - begin,
+                           state);
+            });
+      });
+  return {new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
+}
+
+// d_gates, d_bias and d_old_cell in one pass; inputs already checked.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
+    const LltmSizes& sizes,
+    const at::Tensor& grad_h,
+    const at::Tensor& grad_cell,
+    const at::Tensor& new_cell,
+    const at::Tensor& input_gate,
+    const at::Tensor& output_gate,
+    const at::Tensor& candidate_cell,
+    const at::Tensor& gate_weights) {
+  const int64_t batch = sizes.batch;
+  const int64_t state = sizes.state_size;
+  const auto options = grad_h.options();
+  at::Tensor d_gates = at::empty({batch, 3 * state}, options);
+  at::Tensor d_old_cell = at::empty({batch, state}, options);
+  if (batch == 0 || state == 0) {
+    return {d_gates, at::zeros({3 * state}, options), d_old_cell};
+  }
+  at::Tensor d_bias = at::empty({3 * state}, options);
+  // Gradients arriving from a sum or a broadcast are often expanded views;
+  // they are copied once here, the rest is used as it is.
+  const auto gh = grad_h.expect_contiguous();
+  const auto gc = grad_cell.expect_contiguous();
+  const auto nc = new_cell.expect_contiguous();
+  const auto ig = input_gate.expect_contiguous();
+  const auto og = output_gate.expect_contiguous();
+  const auto cc = candidate_cell.expect_contiguous();
+  const auto gw = gate_weights.expect_contiguous();
+  // The batch is cut into fixed tasks, each summing its rows' d_gates into its
+  // own row of partial sums; the partial sums are added in task order. d_bias
+  // is then the same for any number of threads.
+  const int64_t rows = rows_per_task(state);
+  const int64_t tasks = (batch + rows - 1) / rows;
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kBFloat16, at::kHalf, grad_h.scalar_type(), "lltm_cpu_backward", [&] {
+        using acc_t = at::acc_type<scalar_t, false>;
+        std::vector<acc_t> partial(tasks * 3 * state, acc_t(0));
+        const scalar_t* gh_p = gh->const_data_ptr<scalar_t>();
+        const scalar_t* gc_p = gc->const_data_ptr<scalar_t>();
+        const scalar_t* nc_p = nc->const_data_ptr<scalar_t>();
+        const scalar_t* ig_p = ig->const_data_ptr<scalar_t>();
+        const scalar_t* og_p = og->const_data_ptr<scalar_t>();
+        const scalar_t* cc_p = cc->const_data_ptr<scalar_t>();
+        const scalar_t* gw_p = gw->const_data_ptr<scalar_t>();
+        scalar_t* doc_p = d_old_cell.mutable_data_ptr<scalar_t>();
+        scalar_t* dg_p = d_gates.mutable_data_ptr<scalar_t>();
+        at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
+          for (int64_t task = first; task < last; ++task) {
+            const int64_t begin = task * rows;
+            const int64_t end = std::min(batch, begin + rows);
+            const int64_t s = begin * state;
+            backward_rows(gh_p + s,
+                          gc_p + s,
+                          nc_p + s,
+                          ig_p + s,
+                          og_p + s,
+                          cc_p + s,
+                          gw_p + 3 * s,
+                          doc_p + s,
+                          dg_p + 3 * s,
+                          partial.data() + task * 3 * state,
+                          end - begin,
+                          state);
+          }
+        });
+        scalar_t* db = d_bias.mutable_data_ptr<scalar_t>();
+        for (int64_t k = 0; k < 3 * state; ++k) {
+          acc_t sum = partial[k];
+          for (int64_t task = 1; task < tasks; ++task) {
+            sum += partial[task * 3 * state + k];
+          }
+          db[k] = static_cast<scalar_t>(sum);
+        }
+      });
+  return {d_gates, d_bias, d_old_cell};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lltm_backward_pointwise_cpu(
+    const at::Tensor& grad_h,
+    const at::Tensor& grad_cell,
+    const at::Tensor& new_cell,
+    const at::Tensor& input_gate,
+    const at::Tensor& output_gate,
+    const at::Tensor& candidate_cell,
+    const at::Tensor& gate_weights) {
+  constexpr const char* op = "lltm_cpu._backward_pointwise";
+  const LltmSizes sizes = check_backward_pointwise_inputs(op,
+                                                          grad_h,
+                                                          grad_cell,
+                                                          new_cell,
+                                                          input_gate,
+                                                          output_gate,
+                                                          candidate_cell,
+                                                          gate_weights);
+  check_on_cpu(op, grad_h);
+  return backward_pointwise(sizes,
+                            grad_h,
+                            grad_cell,
+                            new_cell,
+                            input_gate,
+                            output_gate,
+                            candidate_cell,
+                            gate_weights);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+lltm_backward_cpu(const at::Tensor& grad_h,
+                  const at::Tensor& grad_cell,
+                  const at::Tensor& new_cell,
+                  const at::Tensor& input_gate,
+                  const at::Tensor& output_gate,
+                  const at::Tensor& candidate_cell,
+                  const at::Tensor& X,
+                  const at::Tensor& gate_weights,
+                  const at::Tensor& weights) {
+  const LltmSizes sizes = check_backward_inputs(grad_h,
+                                                grad_cell,
+                                                new_cell,
+                                                input_gate,
+                                                output_gate,
+                                                candidate_cell,
+                                                X,
+                                                gate_weights,
+                                                weights);
+  check_on_cpu("lltm_cpu.backward", grad_h);
+  auto [d_gates, d_bias, d_old_cell] = backward_pointwise(sizes,
+                                                          grad_h,
+                                                          grad_cell,
+                                                          new_cell,
+                                                          input_gate,
+                                                          output_gate,
+                                                          candidate_cell,
+                                                          gate_weights);
+  at::Tensor d_weights = at::mm(d_gates.t(), X);
+  // d_X = d_gates @ weights in one GEMM (two GEMMs on column blocks of
+  // weights measured slower at the tutorial's shape), then split into two
+  // tensors: returning two slices of d_X would make results that alias each
+  // other, which the schema does not declare and torch.compile's buffer reuse
+  // would break.
+  const at::Tensor d_X = at::mm(d_gates, weights);
+  const int64_t state = sizes.state_size;
+  at::Tensor d_old_h = d_X.narrow(1, 0, state).clone();
+  at::Tensor d_input = d_X.narrow(1, state, sizes.input_features).clone();
+  return {d_old_h, d_input, d_weights, d_bias, d_old_cell};
+}
+
+}  // namespace
+}  // namespace lltm_cpu
+
+TORCH_LIBRARY_IMPL(lltm_cpu, CPU, m) {
+  m.impl("forward", &lltm_cpu::lltm_forward_cpu);
+  m.impl("backward", &lltm_cpu::lltm_backward_cpu);
+  m.impl("_backward_pointwise", &lltm_cpu::lltm_backward_pointwise_cpu);
+}

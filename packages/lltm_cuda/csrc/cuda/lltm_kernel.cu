@@ -1,0 +1,342 @@
+// CUDA kernels of lltm_cuda::forward, lltm_cuda::backward and
+// lltm_cuda::_backward_pointwise: GEMMs through ATen (cuBLAS), the pointwise
+// work in one fused kernel per direction, on the current stream.
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <tuple>
+
+#include "lltm_cuda.h"
+
+namespace lltm_cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Exact math in the dtype the kernel computes in: float for float, float16
+// and bfloat16 (at::opmath_type), double for double. Every double goes
+// through the double overload; nothing is rounded to float on the way (the
+// tutorial's kernel clamped doubles with fmax/fmin on floats).
+__device__ __forceinline__ float exp_(float x) {
+  return expf(x);
+}
+__device__ __forceinline__ double exp_(double x) {
+  return exp(x);
+}
+__device__ __forceinline__ float expm1_(float x) {
+  return expm1f(x);
+}
+__device__ __forceinline__ double expm1_(double x) {
+  return expm1(x);
+}
+__device__ __forceinline__ float tanh_(float x) {
+  return tanhf(x);
+}
+__device__ __forceinline__ double tanh_(double x) {
+  return tanh(x);
+}
+
+template <typename T>
+__device__ __forceinline__ T sigmoid(T x) {
+  return T(1) / (T(1) + exp_(-x));
+}
+
+// elu with alpha = 1: x for x > 0, exp(x) - 1 otherwise (expm1 keeps the
+// digits of small negative x).
+template <typename T>
+__device__ __forceinline__ T elu(T x) {
+  return x > T(0) ? x : expm1_(x);
+}
+
+// One thread per (row, column) of the (batch, state) outputs, grid-stride:
+// any batch and state size, no assumption about block multiples.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kThreads)
+    lltm_forward_kernel(const scalar_t* __restrict__ gates,
+                        const scalar_t* __restrict__ old_cell,
+                        scalar_t* __restrict__ new_h,
+                        scalar_t* __restrict__ new_cell,
+                        scalar_t* __restrict__ input_gate,
+                        scalar_t* __restrict__ output_gate,
+                        scalar_t* __restrict__ candidate,
+                        int64_t n,
+                        int64_t state) {
+  using opmath_t = at::opmath_type<scalar_t>;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t idx =
+           static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < n;
+       idx += stride) {
+    const int64_t row = idx / state;
+    const int64_t col = idx - row * state;
+    const scalar_t* g = gates + row * 3 * state;
+    const opmath_t i = sigmoid(static_cast<opmath_t>(g[col]));
+    const opmath_t o = sigmoid(static_cast<opmath_t>(g[state + col]));
+    const opmath_t c = elu(static_cast<opmath_t>(g[2 * state + col]));
+    const opmath_t cell = static_cast<opmath_t>(old_cell[idx]) + c * i;
+    new_cell[idx] = static_cast<scalar_t>(cell);
+    new_h[idx] = static_cast<scalar_t>(tanh_(cell) * o);
+    input_gate[idx] = static_cast<scalar_t>(i);
+    output_gate[idx] = static_cast<scalar_t>(o);
+    candidate[idx] = static_cast<scalar_t>(c);
+  }
+}
+
+// d_gates (batch, 3 * state) and d_old_cell (batch, state). The sigmoid
+// derivatives come from the saved gates (as torch's sigmoid backward does),
+// tanh(new_cell) is recomputed, elu's derivative comes from its
+// pre-activation in gate_weights.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kThreads)
+    lltm_backward_kernel(const scalar_t* __restrict__ grad_h,
+                         const scalar_t* __restrict__ grad_cell,
+                         const scalar_t* __restrict__ new_cell,
+                         const scalar_t* __restrict__ input_gate,
+                         const scalar_t* __restrict__ output_gate,
+                         const scalar_t* __restrict__ candidate,
+                         const scalar_t* __restrict__ gate_weights,
+                         scalar_t* __restrict__ d_old_cell,
+                         scalar_t* __restrict__ d_gates,
+                         int64_t n,
+                         int64_t state) {
+  using opmath_t = at::opmath_type<scalar_t>;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t idx =
+           static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < n;
+       idx += stride) {
+    const int64_t row = idx / state;
+    const int64_t col = idx - row * state;
+    const opmath_t gh = static_cast<opmath_t>(grad_h[idx]);
+    const opmath_t i = static_cast<opmath_t>(input_gate[idx]);
+    const opmath_t o = static_cast<opmath_t>(output_gate[idx]);
+    const opmath_t c = static_cast<opmath_t>(candidate[idx]);
+    const opmath_t z =
+        static_cast<opmath_t>(gate_weights[row * 3 * state + 2 * state + col]);
+    const opmath_t t = tanh_(static_cast<opmath_t>(new_cell[idx]));
+    const opmath_t d_cell =
+        gh * o * (opmath_t(1) - t * t) + static_cast<opmath_t>(grad_cell[idx]);
+    const opmath_t d_i = d_cell * c * i * (opmath_t(1) - i);
+    const opmath_t d_o = gh * t * o * (opmath_t(1) - o);
+    const opmath_t d_c = d_cell * i * (z > opmath_t(0) ? opmath_t(1) : exp_(z));
+    d_old_cell[idx] = static_cast<scalar_t>(d_cell);
+    scalar_t* dg = d_gates + row * 3 * state;
+    dg[col] = static_cast<scalar_t>(d_i);
+    dg[state + col] = static_cast<scalar_t>(d_o);
+    dg[2 * state + col] = static_cast<scalar_t>(d_c);
+  }
+}
+
+// Enough blocks to cover n once, capped at what the GPU holds resident; the
+// grid-stride loops cover the rest.
+unsigned blocks_for(int64_t n) {
+  const auto* props = at::cuda::getCurrentDeviceProperties();
+  const int64_t resident = static_cast<int64_t>(props->multiProcessorCount) *
+                           (props->maxThreadsPerMultiProcessor / kThreads);
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min((n + kThreads - 1) / kThreads, resident)));
+}
+
+void check_on_cuda(const char* op, const at::Tensor& t) {
+  TORCH_CHECK(t.device().is_cuda(),
+              op,
+              ": the CUDA kernel got tensors on ",
+              t.device());
+}
+
+std::tuple<at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor,
+           at::Tensor>
+lltm_forward_cuda(const at::Tensor& input,
+                  const at::Tensor& weights,
+                  const at::Tensor& bias,
+                  const at::Tensor& old_h,
+                  const at::Tensor& old_cell) {
+  const LltmSizes sizes =
+      check_forward_inputs(input, weights, bias, old_h, old_cell);
+  check_on_cuda("lltm_cuda.forward", input);
+  const c10::cuda::CUDAGuard guard(input.device());
+  const int64_t batch = sizes.batch;
+  const int64_t state = sizes.state_size;
+
+  at::Tensor X = at::cat({old_h, input}, 1);
+  at::Tensor gate_weights = at::addmm(bias, X, weights.t());
+  const auto options = input.options();
+  at::Tensor new_h = at::empty({batch, state}, options);
+  at::Tensor new_cell = at::empty({batch, state}, options);
+  at::Tensor input_gate = at::empty({batch, state}, options);
+  at::Tensor output_gate = at::empty({batch, state}, options);
+  at::Tensor candidate = at::empty({batch, state}, options);
+  const int64_t n = batch * state;
+  if (n == 0) {
+    return {
+        new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
+  }
+  const c10::MaybeOwned<at::Tensor> gates_c = gate_weights.expect_contiguous();
+  const c10::MaybeOwned<at::Tensor> cell_c = old_cell.expect_contiguous();
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kHalf, at::kBFloat16, input.scalar_type(), "lltm_cuda_forward", [&] {
+        lltm_forward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
+            gates_c->const_data_ptr<scalar_t>(),
+            cell_c->const_data_ptr<scalar_t>(),
+            new_h.mutable_data_ptr<scalar_t>(),
+            new_cell.mutable_data_ptr<scalar_t>(),
+            input_gate.mutable_data_ptr<scalar_t>(),
+            output_gate.mutable_data_ptr<scalar_t>(),
+            candidate.mutable_data_ptr<scalar_t>(),
+            n,
+            state);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+  return {new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
+}
+
+// d_gates, d_bias and d_old_cell; inputs already checked, device guarded.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
+    const LltmSizes& sizes,
+    const at::Tensor& grad_h,
+    const at::Tensor& grad_cell,
+    const at::Tensor& new_cell,
+    const at::Tensor& input_gate,
+    const at::Tensor& output_gate,
+    const at::Tensor& candidate_cell,
+    const at::Tensor& gate_weights) {
+  const int64_t batch = sizes.batch;
+  const int64_t state = sizes.state_size;
+  const auto options = grad_h.options();
+  at::Tensor d_gates = at::empty({batch, 3 * state}, options);
+  at::Tensor d_old_cell = at::empty({batch, state}, options);
+  const int64_t n = batch * state;
+  if (n == 0) {
+    return {d_gates, at::zeros({3 * state}, options), d_old_cell};
+  }
+  // Gradients arriving from a sum or a broadcast are often expanded views;
+  // they are copied once here, the rest is used as it is.
+  const auto gh = grad_h.expect_contiguous();
+  const auto gc = grad_cell.expect_contiguous();
+  const auto nc = new_cell.expect_contiguous();
+  const auto ig = input_gate.expect_contiguous();
+  const auto og = output_gate.expect_contiguous();
+  const auto cc = candidate_cell.expect_contiguous();
+  const auto gw = gate_weights.expect_contiguous();
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kHalf,
+      at::kBFloat16,
+      grad_h.scalar_type(),
+      "lltm_cuda_backward",
+      [&] {
+        lltm_backward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
+            gh->const_data_ptr<scalar_t>(),
+            gc->const_data_ptr<scalar_t>(),
+            nc->const_data_ptr<scalar_t>(),
+            ig->const_data_ptr<scalar_t>(),
+            og->const_data_ptr<scalar_t>(),
+            cc->const_data_ptr<scalar_t>(),
+            gw->const_data_ptr<scalar_t>(),
+            d_old_cell.mutable_data_ptr<scalar_t>(),
+            d_gates.mutable_data_ptr<scalar_t>(),
+            n,
+            state);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+  // Column sums in a deterministic reduction (float accumulation for float16
+  // and bfloat16), not atomics.
+  at::Tensor d_bias = at::sum(d_gates, 0);
+  return {d_gates, d_bias, d_old_cell};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lltm_backward_pointwise_cuda(
+    const at::Tensor& grad_h,
+    const at::Tensor& grad_cell,
+    const at::Tensor& new_cell,
+    const at::Tensor& input_gate,
+    const at::Tensor& output_gate,
+    const at::Tensor& candidate_cell,
+    const at::Tensor& gate_weights) {
+  constexpr const char* op = "lltm_cuda._backward_pointwise";
+  const LltmSizes sizes = check_backward_pointwise_inputs(op,
+                                                          grad_h,
+                                                          grad_cell,
+                                                          new_cell,
+                                                          input_gate,
+                                                          output_gate,
+                                                          candidate_cell,
+                                                          gate_weights);
+  check_on_cuda(op, grad_h);
+  const c10::cuda::CUDAGuard guard(grad_h.device());
+  return backward_pointwise(sizes,
+                            grad_h,
+                            grad_cell,
+                            new_cell,
+                            input_gate,
+                            output_gate,
+                            candidate_cell,
+                            gate_weights);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+lltm_backward_cuda(const at::Tensor& grad_h,
+                   const at::Tensor& grad_cell,
+                   const at::Tensor& new_cell,
+                   const at::Tensor& input_gate,
+                   const at::Tensor& output_gate,
+                   const at::Tensor& candidate_cell,
+                   const at::Tensor& X,
+                   const at::Tensor& gate_weights,
+                   const at::Tensor& weights) {
+  const LltmSizes sizes = check_backward_inputs(grad_h,
+                                                grad_cell,
+                                                new_cell,
+                                                input_gate,
+                                                output_gate,
+                                                candidate_cell,
+                                                X,
+                                                gate_weights,
+                                                weights);
+  check_on_cuda("lltm_cuda.backward", grad_h);
+  const c10::cuda::CUDAGuard guard(grad_h.device());
+  auto [d_gates, d_bias, d_old_cell] = backward_pointwise(sizes,
+                                                          grad_h,
+                                                          grad_cell,
+                                                          new_cell,
+                                                          input_gate,
+                                                          output_gate,
+                                                          candidate_cell,
+                                                          gate_weights);
+  at::Tensor d_weights = at::mm(d_gates.t(), X);
+  // One GEMM for d_X, split into two tensors: two slices of one d_X would be
+  // results that alias each other, which the schema does not declare.
+  const at::Tensor d_X = at::mm(d_gates, weights);
+  const int64_t state = sizes.state_size;
+  at::Tensor d_old_h = d_X.narrow(1, 0, state).clone();
+  at::Tensor d_input = d_X.narrow(1, state, sizes.input_features).clone();
+  return {d_old_h, d_input, d_weights, d_bias, d_old_cell};
+}
+
+}  // namespace
+}  // namespace lltm_cuda
+
+TORCH_LIBRARY_IMPL(lltm_cuda, CUDA, m) {
+  m.impl("forward", &lltm_cuda::lltm_forward_cuda);
+  m.impl("backward", &lltm_cuda::lltm_backward_cuda);
+  m.impl("_backward_pointwise", &lltm_cuda::lltm_backward_pointwise_cuda);
+}

@@ -1,0 +1,158 @@
+"""lltm_cuda on a GPU: the shared LLTM suite on CUDA, agreement with lltm_cpu, and what
+only the CUDA kernels have (streams, graph capture, large grids, a second device).
+
+Every test here needs a GPU (module-level cuda marker); without one they are skipped with
+the reason shown. test_lltm_cuda_no_gpu.py holds what runs without a GPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from lltm_common.reference import (
+    FORWARD_OUTPUT_NAMES,
+    assert_close_scaled,
+    lltm_forward,
+    lltm_gradients,
+    make_inputs,
+)
+from lltm_common.suite import *  # noqa: F403  (the shared cases, run here against lltm_cuda)
+from lltm_common.suite import DTYPES, GRAD_NAMES
+
+import lltm_cuda
+
+pytestmark = pytest.mark.cuda
+
+
+def _run(package, device, inputs, grads):
+    leaves = [t.to(device).requires_grad_() for t in inputs]
+    outputs = package.forward(*leaves)
+    torch.autograd.backward(outputs[:2], [g.to(device) for g in grads])
+    return [t.detach().cpu() for t in outputs], [t.grad.cpu() for t in leaves]
+
+
+# Float64 on both sides: only the GEMMs' summation order differs.
+AGREEMENT = {
+    torch.float64: 1e-12,
+    torch.float32: 2e-5,
+    torch.float16: 1e-2,
+    torch.bfloat16: 6e-2,
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(16, 32, 128), (5, 3, 257), (64, 256, 1024)])
+def test_cuda_agrees_with_lltm_cpu(shape, dtype):
+    lltm_cpu = pytest.importorskip("lltm_cpu", reason="lltm_cpu is not installed here")
+    inputs = make_inputs(*shape, dtype=dtype)
+    grads = [torch.randn(shape[0], shape[2]).to(dtype) for _ in range(2)]
+    cpu_out, cpu_grads = _run(lltm_cpu, "cpu", inputs, grads)
+    cuda_out, cuda_grads = _run(lltm_cuda, "cuda", inputs, grads)
+    tol = AGREEMENT[dtype]
+    for name, a, b in zip(
+        (*FORWARD_OUTPUT_NAMES, *GRAD_NAMES),
+        (*cuda_out, *cuda_grads),
+        (*cpu_out, *cpu_grads),
+        strict=True,
+    ):
+        scale = max(1.0, b.double().abs().max().item())
+        torch.testing.assert_close(
+            a.double(), b.double(), atol=tol * scale, rtol=tol, msg=lambda m, n=name: f"{n}: {m}"
+        )
+
+
+def test_float64_is_exact_double_math():
+    """Saturated and tiny gates in float64 against the float64 reference at 1e-12: any
+    rounding through float (the tutorial's fmax/fmin on doubles) shows up at 1e-8."""
+    inputs = make_inputs(8, 4, 300, dtype=torch.float64, device="cuda", gate_scale=40.0)
+    inputs[1][:300, :] *= 1e-6  # input-gate pre-activations near 0
+    outputs = lltm_cuda.forward(*inputs)
+    expected = lltm_forward(*[t.cpu() for t in inputs])
+    for name, out, ref in zip(FORWARD_OUTPUT_NAMES, outputs, expected, strict=True):
+        torch.testing.assert_close(out.cpu(), ref, rtol=1e-12, atol=1e-13, msg=name)
+
+
+@pytest.mark.parametrize("shape", [(4096, 8, 600), (2, 3, 3001), (70_000, 1, 1)])
+def test_grid_stride_covers_large_and_odd_sizes(shape):
+    """More elements (2.5 million) than a GPU holds threads, a state size that is no
+    multiple of the block (weights grow as state squared: 3001 is 108 MB), and a batch
+    beyond a grid's y limit (65535)."""
+    inputs = [t.requires_grad_() for t in make_inputs(*shape, device="cuda")]
+    outputs = lltm_cuda.forward(*inputs)
+    expected = lltm_forward(*[t.detach().double().cpu() for t in inputs])
+    assert_close_scaled(outputs[0], expected[0], torch.float32, "new_h")
+    assert_close_scaled(outputs[1], expected[1], torch.float32, "new_cell")
+    (outputs[0].sum() + outputs[1].sum()).backward()
+    assert torch.isfinite(inputs[1].grad).all()
+
+
+def _reference(cell, x, h, c):
+    return [t.detach().double().cpu() for t in (x, cell.weights, cell.bias, h, c)]
+
+
+def test_runs_on_the_current_stream():
+    cell = lltm_cuda.LLTM(32, 128).cuda()
+    x, h, c = (torch.randn(16, n, device="cuda") for n in (32, 128, 128))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        new_h, new_cell = cell(x, (h, c))
+        (new_h.sum() + new_cell.sum()).backward()
+    stream.synchronize()
+    inputs = _reference(cell, x, h, c)
+    expected = lltm_forward(*inputs)
+    assert_close_scaled(new_h, expected[0], torch.float32)
+    ones = torch.ones(16, 128)
+    reference = lltm_gradients(inputs, ones, ones)
+    assert_close_scaled(cell.weights.grad, reference["d_weights"], torch.float32)
+
+
+def test_cuda_graph_capture_of_a_training_step():
+    cell = lltm_cuda.LLTM(32, 128).cuda()
+    static_x, h, c = (torch.randn(16, n, device="cuda") for n in (32, 128, 128))
+
+    def step():
+        new_h, _ = cell(static_x, (h, c))
+        new_h.sum().backward()
+        return new_h
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # warm-up outside the capture (allocator, cuBLAS workspace)
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    cell.zero_grad(set_to_none=False)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_h = step()
+
+    static_x.copy_(torch.randn_like(static_x))
+    cell.zero_grad(set_to_none=False)
+    graph.replay()
+    torch.cuda.synchronize()
+    inputs = _reference(cell, static_x, h, c)
+    assert_close_scaled(static_h, lltm_forward(*inputs)[0], torch.float32)
+    reference = lltm_gradients(inputs, torch.ones(16, 128), torch.zeros(16, 128))
+    assert_close_scaled(cell.weights.grad, reference["d_weights"], torch.float32)
+    assert_close_scaled(cell.bias.grad, reference["d_bias"], torch.float32)
+
+
+def test_mixed_cpu_and_cuda_tensors_are_rejected():
+    args = make_inputs(3, 4, 5, device="cuda")
+    args[2] = args[2].cpu()
+    with pytest.raises(
+        RuntimeError,
+        match="all tensors must be on the same device, got input on cuda:0 and bias on cpu",
+    ):
+        lltm_cuda.forward(*args)
+
+
+def test_second_device_if_present():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    inputs = make_inputs(4, 3, 5, device="cuda:1", dtype=torch.float64)
+    outputs = lltm_cuda.forward(*inputs)
+    assert all(t.device == torch.device("cuda:1") for t in outputs)
+    expected = lltm_forward(*[t.cpu() for t in inputs])
+    assert_close_scaled(outputs[0], expected[0], torch.float64)

@@ -17,6 +17,7 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/sum.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -167,4 +168,12 @@ at::Tensor graph_conv_autograd(const at::Tensor& adj,
 
 TORCH_LIBRARY_IMPL(gc_cpp, Autograd, m) {
   m.impl("graph_conv", &gc_cpp::graph_conv_autograd);
+  // Not differentiable: the seed's weight gradient and the internals. This
+  // kernel runs them below autograd and makes a backward through them raise
+  // "derivative for gc_cpp::... is not implemented", instead of the default
+  // fallback's warning and silently missing gradients.
+  m.impl("_graph_conv_forward",
+         torch::autograd::autogradNotImplementedFallback());
+  m.impl("weight_grad", torch::autograd::autogradNotImplementedFallback());
+  m.impl("_csr_transpose", torch::autograd::autogradNotImplementedFallback());
 }

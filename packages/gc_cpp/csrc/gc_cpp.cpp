@@ -273,8 +273,6 @@ TORCH_LIBRARY(gc_cpp, m) {
   // The seed's gc_backward: the gradient w.r.t. weight, (adj @ x).T @ grad.
   m.def("weight_grad(Tensor adj, Tensor x, Tensor grad) -> Tensor",
         {at::Tag::pt2_compliant_tag});
-  m.def("normalize_adjacency(Tensor adj, bool add_self_loops=True) -> Tensor",
-        {at::Tag::pt2_compliant_tag});
   // The transpose of a CSR matrix as CSR (crow, col, values); the row indices
   // of the result are sorted within each row.
   m.def(

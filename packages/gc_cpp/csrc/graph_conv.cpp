@@ -2,28 +2,17 @@
 // implementation serves CPU and CUDA tensors, dense and sparse, because every
 // product goes through the dispatcher to MKL/oneDNN, cuBLAS or cuSPARSE.
 //
-// Registered as CompositeExplicitAutograd (graph_conv, _graph_conv_forward,
-// the fallback of _csr_transpose): they run below autograd, whose C++ kernel
-// lives in autograd.cpp, and torch.compile sees them as opaque ops with the
-// fake kernels of ops.py. weight_grad and normalize_adjacency are
-// CompositeImplicitAutograd: autograd and compile trace through their ATen
-// calls.
-#include <ATen/TensorOperators.h>
+// Registered as CompositeExplicitAutograd: they run below autograd (whose
+// kernels are in autograd.cpp), and torch.compile sees them as opaque ops with
+// the fake kernels of ops.py.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_convert_indices_from_coo_to_csr.h>
 #include <ATen/ops/_convert_indices_from_csr_to_coo.h>
 #include <ATen/ops/addmm.h>
-#include <ATen/ops/arange.h>
-#include <ATen/ops/eye.h>
 #include <ATen/ops/mm.h>
-#include <ATen/ops/ones.h>
 #include <ATen/ops/sort.h>
-#include <ATen/ops/sparse_coo_tensor.h>
 #include <ATen/ops/sparse_csr_tensor.h>
-#include <ATen/ops/stack.h>
-#include <ATen/ops/where.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include "gc_cpp.h"
@@ -102,59 +91,6 @@ at::Tensor weight_grad(const at::Tensor& adj,
   return at::mm(at::mm(adj_for_products(adj), x).t(), grad);
 }
 
-// 1 / sqrt(degree), and 0 where the degree is not positive (an isolated node
-// without a self-loop): its row and column of the result are 0, not inf or
-// NaN. The inner where keeps rsqrt away from 0 so that its gradient stays
-// finite too.
-at::Tensor inv_sqrt_degree(const at::Tensor& degree) {
-  const at::Tensor positive = degree > 0;
-  return at::where(positive, at::where(positive, degree, 1).rsqrt(), 0);
-}
-
-at::Tensor normalize_adjacency(const at::Tensor& adj, bool add_self_loops) {
-  const char* op = "gc_cpp.normalize_adjacency";
-  check_floating(op, adj.scalar_type());
-  check_adjacency(op, adj);
-  const auto layout = adj.layout();
-  if (layout == at::kStrided) {
-    const at::Tensor a =
-        add_self_loops ? adj + at::eye_symint(adj.sym_size(0), adj.options())
-                       : adj;
-    const at::Tensor scale = inv_sqrt_degree(a.sum(1));
-    return scale.unsqueeze(1) * a * scale.unsqueeze(0);
-  }
-
-  // Sparse: work on the coalesced COO form (A + I sums a self-loop that is
-  // already there, as the dense A + I does), scale the values, and return
-  // the layout that came in.
-  const int64_t n = adj.size(0);
-  at::Tensor a = (layout == at::kSparseCsr ? adj.to_sparse() : adj).coalesce();
-  const auto value_options = a.values().options();
-  if (add_self_loops) {
-    const at::Tensor diagonal =
-        at::arange(n, a.indices().options()).unsqueeze(0).expand({2, n});
-    a = (a + at::sparse_coo_tensor(diagonal,
-                                   at::ones({n}, value_options),
-                                   {n, n},
-                                   value_options.layout(at::kSparse)))
-            .coalesce();
-  }
-  const at::Tensor indices = a.indices();
-  const at::Tensor values = a.values();
-  const at::Tensor row = indices.select(0, 0);
-  const at::Tensor col = indices.select(0, 1);
-  const at::Tensor scale =
-      inv_sqrt_degree(at::zeros({n}, value_options).index_add(0, row, values));
-  const at::Tensor scaled =
-      scale.index_select(0, row) * values * scale.index_select(0, col);
-  at::Tensor out = at::sparse_coo_tensor(indices,
-                                         scaled,
-                                         {n, n},
-                                         value_options.layout(at::kSparse),
-                                         /*is_coalesced=*/true);
-  return layout == at::kSparseCsr ? out.to_sparse_csr() : out;
-}
-
 // Any device: stable sort of the column indices. The CPU kernel
 // (cpu/csr_transpose_kernel.cpp) does the same in one counting pass.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> csr_transpose_composite(
@@ -180,10 +116,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> csr_transpose_composite(
 TORCH_LIBRARY_IMPL(gc_cpp, CompositeExplicitAutograd, m) {
   m.impl("graph_conv", &gc_cpp::graph_conv);
   m.impl("_graph_conv_forward", &gc_cpp::graph_conv_forward_impl);
-  m.impl("_csr_transpose", &gc_cpp::csr_transpose_composite);
-}
-
-TORCH_LIBRARY_IMPL(gc_cpp, CompositeImplicitAutograd, m) {
   m.impl("weight_grad", &gc_cpp::weight_grad);
-  m.impl("normalize_adjacency", &gc_cpp::normalize_adjacency);
+  m.impl("_csr_transpose", &gc_cpp::csr_transpose_composite);
 }

@@ -573,11 +573,45 @@ def test_seed_backward_is_the_weight_gradient():
     assert_close(gc_cpp.backward(adj, x, grad), weight.grad)
 
 
-def test_seed_backward_bad_input():
-    with pytest.raises(RuntimeError, match=r"gc_cpp.backward: grad has 5 rows but adj has 4"):
-        gc_cpp.backward(f64(4, 4), f64(4, 3), f64(5, 2))
-    with pytest.raises(RuntimeError, match=r"gc_cpp.backward: adj must be square"):
-        gc_cpp.backward(f64(4, 3), f64(3, 3), f64(4, 2))
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        (
+            ((4, 4), (4, 3), (5, 2)),
+            r"grad has 5 rows but adj has 4 \(adj \[4, 4\], grad \[5, 2\]\)",
+        ),
+        (((4, 3), (3, 3), (4, 2)), r"adj must be square \(N, N\), got shape \[4, 3\]"),
+        (((4, 4), (5, 3), (4, 2)), r"adj has 4 columns but x has 5 rows"),
+        (((4, 4), (4, 3), (4,)), r"grad must be 2-D \(N, F_out\), got a 1-D tensor"),
+    ],
+    ids=["grad-rows", "adj-not-square", "x-rows", "grad-1d"],
+)
+def test_seed_backward_bad_input(shapes, message):
+    args = [f64(*s) for s in shapes]
+    with pytest.raises(RuntimeError, match=f"^gc_cpp.backward: {message}") as cpp:
+        gc_cpp.backward(*args)
+    with pytest.raises(RuntimeError) as fake:
+        gc_cpp.backward(*[t.to("meta") for t in args])
+    assert str(fake.value) == str(cpp.value)
+
+
+def test_seed_backward_opcheck_and_no_derivative():
+    for order in ORDERS:
+        adj, x, weight, _ = make_inputs(order)
+        grad = f64(x.shape[0], weight.shape[1])
+        torch.library.opcheck(torch.ops.gc_cpp.weight_grad.default, (adj, x, grad))
+    x.requires_grad_(True)
+    out = gc_cpp.backward(adj, x, grad)
+    with pytest.raises(RuntimeError, match="derivative for gc_cpp::weight_grad is not implemented"):
+        out.sum().backward()
+
+
+def test_every_op_has_a_fake_kernel():
+    ops = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("gc_cpp::")]
+    assert len(ops) == 4, ops
+    for op in ops:
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "Meta"), op
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "Autograd"), op
 
 
 # ---- normalize_adjacency -----------------------------------------------------------------
@@ -620,6 +654,13 @@ def test_normalize_adjacency_symmetric_rows_sum():
 def test_normalize_adjacency_gradcheck():
     adj = (random_adjacency(7) + 0.1).requires_grad_(True)
     assert torch.autograd.gradcheck(gc_cpp.normalize_adjacency, (adj,))
+    # An isolated node without self-loops (degree exactly 0, where the function jumps, so
+    # no finite difference applies): its scale is 0 and every gradient stays finite.
+    adj = random_adjacency(7)
+    adj[2], adj[:, 2] = 0, 0
+    adj.requires_grad_(True)
+    gc_cpp.normalize_adjacency(adj, add_self_loops=False).sum().backward()
+    assert torch.isfinite(adj.grad).all()
 
 
 def test_normalize_adjacency_bad_input():

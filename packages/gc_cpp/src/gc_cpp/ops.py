@@ -14,7 +14,6 @@ __all__ = ["backward", "forward", "graph_conv", "normalize_adjacency"]
 
 _graph_conv = torch.ops.gc_cpp.graph_conv.default
 _weight_grad = torch.ops.gc_cpp.weight_grad.default
-_normalize_adjacency = torch.ops.gc_cpp.normalize_adjacency.default
 
 
 def graph_conv(
@@ -47,10 +46,46 @@ def normalize_adjacency(adj: torch.Tensor, add_self_loops: bool = True) -> torch
     """Return the GCN normalisation ``D^-1/2 (A + I) D^-1/2`` of ``adj``.
 
     ``D`` is the diagonal of the row sums of ``A + I`` (of ``A`` without self-loops); a
-    node whose degree is not positive gets scale 0. Keeps the layout: dense, sparse COO
-    (coalesced) or sparse CSR. Differentiable for a dense ``adj``.
+    node whose degree is not positive gets scale 0 instead of inf. ``A + I`` adds to a
+    self-loop that is already there. Keeps the layout: dense, sparse COO (coalesced) or
+    sparse CSR. Differentiable for a dense ``adj``; traceable by ``torch.compile``.
+
+    A one-off preprocessing step made of torch operations (autograd and compile go
+    through them), so it is not a custom op.
     """
-    return _normalize_adjacency(adj, add_self_loops)
+    op = "gc_cpp.normalize_adjacency"
+    _check_floating(op, adj.dtype)
+    _check_adjacency(op, adj)
+    n = adj.shape[0]
+    if adj.layout == torch.strided:
+        a = adj + torch.eye(n, dtype=adj.dtype, device=adj.device) if add_self_loops else adj
+        scale = _inv_sqrt_degree(a.sum(1))
+        return scale.unsqueeze(1) * a * scale.unsqueeze(0)
+
+    # Sparse: scale the values of the coalesced COO form, return the layout that came in.
+    csr = adj.layout == torch.sparse_csr
+    a = (adj.to_sparse() if csr else adj).coalesce()
+    if add_self_loops:
+        diagonal = torch.arange(n, device=adj.device).expand(2, n)
+        eye = torch.sparse_coo_tensor(
+            diagonal, torch.ones(n, dtype=adj.dtype, device=adj.device), (n, n)
+        )
+        a = (a + eye).coalesce()
+    row, col = a.indices()
+    values = a.values()
+    scale = _inv_sqrt_degree(
+        torch.zeros(n, dtype=adj.dtype, device=adj.device).index_add(0, row, values)
+    )
+    out = torch.sparse_coo_tensor(
+        a.indices(), scale[row] * values * scale[col], (n, n), is_coalesced=True
+    )
+    return out.to_sparse_csr() if csr else out
+
+
+def _inv_sqrt_degree(degree: torch.Tensor) -> torch.Tensor:
+    # The inner where keeps rsqrt away from 0 so that its gradient stays finite too.
+    positive = degree > 0
+    return torch.where(positive, torch.where(positive, degree, 1.0).rsqrt(), 0.0)
 
 
 # ---- fake kernels: the C++ checks (csrc/gc_cpp.cpp), in the same words ----------------
@@ -213,6 +248,42 @@ def _(
     return out, x.new_empty((adj.shape[0], x.shape[1]))
 
 
+@torch.library.register_fake("gc_cpp::weight_grad")
+def _(adj: torch.Tensor, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    op = "gc_cpp.backward"
+    torch._check(
+        adj.device == x.device and grad.device == x.device,
+        lambda: (
+            f"{op}: adj, x and grad must be on the same device, got adj on {adj.device}, x on {x.device}, grad on {grad.device}"
+        ),
+    )
+    torch._check(
+        adj.dtype == x.dtype and grad.dtype == x.dtype,
+        lambda: (
+            f"{op}: adj, x and grad must have the same dtype, got adj {_dtype(adj.dtype)}, x {_dtype(x.dtype)}, grad {_dtype(grad.dtype)}"
+        ),
+    )
+    _check_floating(op, x.dtype)
+    _check_dense(op, "x", x)
+    _check_dense(op, "grad", grad)
+    _check_adjacency(op, adj)
+    _check_dim(op, "x", x, 2, "(N, F_in)")
+    _check_dim(op, "grad", grad, 2, "(N, F_out)")
+    torch._check(
+        adj.shape[1] == x.shape[0],
+        lambda: (
+            f"{op}: adj has {adj.shape[1]} columns but x has {x.shape[0]} rows (adj {_shape(adj)}, x {_shape(x)}); x must be (N, F_in) with N = adj.size(1)"
+        ),
+    )
+    torch._check(
+        grad.shape[0] == adj.shape[0],
+        lambda: (
+            f"{op}: grad has {grad.shape[0]} rows but adj has {adj.shape[0]} (adj {_shape(adj)}, grad {_shape(grad)}); grad must be (N, F_out) with N = adj.size(0)"
+        ),
+    )
+    return x.new_empty((x.shape[1], grad.shape[1]))
+
+
 @torch.library.register_fake("gc_cpp::_csr_transpose")
 def _(
     crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor, num_cols: int
@@ -224,6 +295,5 @@ def _(
     )
 
 
-# graph_conv's autograd is registered in C++ (csrc/autograd.cpp). weight_grad and
-# normalize_adjacency are CompositeImplicitAutograd: autograd and torch.compile trace
-# through their ATen calls, so they need neither a fake kernel nor an autograd formula.
+# graph_conv's autograd is registered in C++ (csrc/autograd.cpp); the other ops are not
+# differentiable and say so if a backward reaches them.

@@ -68,7 +68,10 @@ def normalize_adjacency(adj: torch.Tensor, add_self_loops: bool = True) -> torch
     if add_self_loops:
         diagonal = torch.arange(n, device=adj.device).expand(2, n)
         eye = torch.sparse_coo_tensor(
-            diagonal, torch.ones(n, dtype=adj.dtype, device=adj.device), (n, n)
+            diagonal,
+            torch.ones(n, dtype=adj.dtype, device=adj.device),
+            (n, n),
+            check_invariants=False,  # valid by construction
         )
         a = (a + eye).coalesce()
     row, col = a.indices()
@@ -77,7 +80,11 @@ def normalize_adjacency(adj: torch.Tensor, add_self_loops: bool = True) -> torch
         torch.zeros(n, dtype=adj.dtype, device=adj.device).index_add(0, row, values)
     )
     out = torch.sparse_coo_tensor(
-        a.indices(), scale[row] * values * scale[col], (n, n), is_coalesced=True
+        a.indices(),
+        scale[row] * values * scale[col],
+        (n, n),
+        is_coalesced=True,
+        check_invariants=False,  # the indices of a coalesced tensor
     )
     return out.to_sparse_csr() if csr else out
 

@@ -38,6 +38,12 @@ def test_accuracy_on_unlabelled_members(layout):
     assert result["losses"][-1] < result["losses"][0] / 10
 
 
+def test_training_is_what_gets_it_there():
+    # Untrained (0 epochs) the same network is near chance: the accuracy comes from learning.
+    untrained = load_example().train(labels_per_faction=2, layout="dense", seed=0, epochs=0)
+    assert untrained["accuracy"] < 0.7 < trained("dense")["accuracy"]
+
+
 def test_deterministic_and_layout_independent():
     again = load_example().train(labels_per_faction=2, layout="dense", seed=0)
     assert again["losses"] == trained("dense")["losses"]

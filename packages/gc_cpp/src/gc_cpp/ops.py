@@ -8,6 +8,8 @@ checks word for word.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 __all__ = ["backward", "forward", "graph_conv", "normalize_adjacency"]
@@ -54,8 +56,10 @@ def normalize_adjacency(adj: torch.Tensor, add_self_loops: bool = True) -> torch
     through them), so it is not a custom op.
     """
     op = "gc_cpp.normalize_adjacency"
-    _check_floating(op, adj.dtype)
-    _check_adjacency(op, adj)
+    # Plain raises: Dynamo traces this function, and cannot trace torch._check with a
+    # message closure over tensors (torch 2.14).
+    _check_floating(op, adj.dtype, check=_raise_unless)
+    _check_adjacency(op, adj, check=_raise_unless)
     n = adj.shape[0]
     if adj.layout == torch.strided:
         a = adj + torch.eye(n, dtype=adj.dtype, device=adj.device) if add_self_loops else adj
@@ -134,6 +138,11 @@ def _shape(t: torch.Tensor) -> str:
     return "[" + ", ".join(str(s) for s in t.shape) + "]"
 
 
+def _raise_unless(condition: bool, message: Callable[[], str]) -> None:
+    if not condition:
+        raise RuntimeError(message())
+
+
 def _check_dense(op: str, name: str, t: torch.Tensor) -> None:
     torch._check(
         t.layout == torch.strided,
@@ -141,8 +150,10 @@ def _check_dense(op: str, name: str, t: torch.Tensor) -> None:
     )
 
 
-def _check_dim(op: str, name: str, t: torch.Tensor, dim: int, meaning: str) -> None:
-    torch._check(
+def _check_dim(
+    op: str, name: str, t: torch.Tensor, dim: int, meaning: str, check=torch._check
+) -> None:
+    check(
         t.dim() == dim,
         lambda: (
             f"{op}: {name} must be {dim}-D {meaning}, got a {t.dim()}-D tensor of shape {_shape(t)}"
@@ -150,29 +161,29 @@ def _check_dim(op: str, name: str, t: torch.Tensor, dim: int, meaning: str) -> N
     )
 
 
-def _check_adjacency(op: str, adj: torch.Tensor) -> None:
-    torch._check(
+def _check_adjacency(op: str, adj: torch.Tensor, check=torch._check) -> None:
+    check(
         adj.layout in (torch.strided, torch.sparse_coo, torch.sparse_csr),
         lambda: (
             f"{op}: adj must be a dense (strided), sparse COO or sparse CSR tensor, got layout {_layout(adj.layout)}"
         ),
     )
-    _check_dim(op, "adj", adj, 2, "(N, N)")
+    _check_dim(op, "adj", adj, 2, "(N, N)", check)
     if adj.layout == torch.sparse_coo:
-        torch._check(
+        check(
             adj.sparse_dim() == 2,
             lambda: (
                 f"{op}: a sparse COO adj must have 2 sparse dimensions and no dense ones, got sparse_dim {adj.sparse_dim()} and dense_dim {adj.dense_dim()}"
             ),
         )
-    torch._check(
+    check(
         adj.shape[0] == adj.shape[1],
         lambda: f"{op}: adj must be square (N, N), got shape {_shape(adj)}",
     )
 
 
-def _check_floating(op: str, dtype: torch.dtype) -> None:
-    torch._check(
+def _check_floating(op: str, dtype: torch.dtype, check=torch._check) -> None:
+    check(
         dtype in _FLOATING,
         lambda: f"{op}: dtype must be float16, bfloat16, float32 or float64, got {_dtype(dtype)}",
     )

@@ -53,7 +53,8 @@ std::tuple<at::Tensor, at::Tensor> graph_conv_forward_impl(
   const at::Tensor a = adj_for_products(adj);
   const bool has_bias = bias.has_value() && bias->defined();
   // addmm adds the bias inside the GEMM (beta = 1 on a bias-filled output on
-  // CPU, the cuBLASLt bias epilogue on CUDA): no separate pass over the output.
+  // CPU; on CUDA ATen can use cuBLASLt's bias epilogue): no separate pass over
+  // the output.
   if (x_weight_first(weight.sym_size(0), weight.sym_size(1))) {
     at::Tensor support = at::mm(x, weight);
     at::Tensor out =

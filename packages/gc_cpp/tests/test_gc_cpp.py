@@ -87,15 +87,23 @@ def test_half_precision_dense(dtype):
     assert_close(out.double(), reference(adj, x, weight, b), **tolerance(dtype))
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("order", ORDERS)
-def test_any_strides(order):
+def test_any_strides(layout, order):
     n, f_in, f_out = ORDERS[order]
-    adj = random_adjacency(n).t()  # a transposed view
-    x = torch.randn(f_in, n, dtype=torch.float64).t()
-    weight = torch.randn(f_out, f_in, dtype=torch.float64).t()
-    b = torch.randn(2 * f_out, dtype=torch.float64)[::2]
-    assert not (adj.is_contiguous() or x.is_contiguous() or weight.is_contiguous())
-    assert_close(gc_cpp.graph_conv(adj, x, weight, b), reference(adj, x, weight, b))
+    dense = random_adjacency(n).t()  # a transposed view
+    adj = dense if layout == "dense" else as_layout(dense, layout)
+    x = torch.randn(f_in, n, dtype=torch.float64).t().requires_grad_(True)
+    weight = torch.randn(f_out, f_in, dtype=torch.float64).t().requires_grad_(True)
+    b = torch.randn(2 * f_out, dtype=torch.float64)[::2].requires_grad_(True)
+    assert not (dense.is_contiguous() or x.is_contiguous() or weight.is_contiguous())
+    out = gc_cpp.graph_conv(adj, x, weight, b)
+    assert_close(out, reference(adj, x, weight, b))
+    grad = torch.randn_like(out).t().contiguous().t()  # a column-major gradient
+    ours = torch.autograd.grad(out, (x, weight, b), grad)
+    theirs = torch.autograd.grad(reference(adj, x, weight, b), (x, weight, b), grad)
+    for got, want in zip(ours, theirs, strict=True):
+        assert_close(got, want)
 
 
 def test_uncoalesced_coo():

@@ -1,0 +1,182 @@
+"""gc_cpp.graph_conv against the seed formula and the best plain-PyTorch expressions.
+
+Dense adjacency, N in {1024, 4096}, F 512 -> 64 (where the association matters) and
+64 -> 512 (where the seed's order is already the cheap one):
+  seed                 a.mm(x).mm(w) + b, the seed's formula in eager
+  eager a@(x@w)+b      the cheaper association written out (a @ (x @ w) or (a @ x) @ w)
+  eager addmm          the same with the bias fused into the last GEMM: the best eager
+                       expression, and the peer of the >= 1.0x goal
+  gc_cpp               gc_cpp.graph_conv(a, x, w, b)
+Sparse adjacency (1% density, same sizes):
+  torch.sparse.mm CSR  torch.sparse.mm(csr, x @ w) + b in the cheaper association
+  torch.sparse.mm COO  the same with a COO adjacency
+  gc_cpp CSR / COO     gc_cpp.graph_conv on the same CSR / COO adjacency
+Each also as forward + backward (gradients of x, w and b through torch.autograd.grad).
+float32, timed round-robin by the harness.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+import gc_cpp
+from benchmarks.harness import Context, Goal
+
+PACKAGE = "gc_cpp"
+SHAPES = [(512, 64), (64, 512)]
+DENSITY = 0.01
+# Round-robin rounds per case (the harness's default is 3): the >= 1.0x goals compare
+# equal work, so the medians need every round the time allows on a shared 2-core VM.
+ROUNDS = 5
+
+SEED = "seed a.mm(x).mm(w)+b"
+EAGER = "eager a@(x@w)+b"
+EAGER_BEST = "eager addmm"
+SPARSE_CSR = "torch.sparse.mm CSR"
+SPARSE_COO = "torch.sparse.mm COO"
+
+
+def _case(n: int, f_in: int, f_out: int) -> str:
+    return f"N={n} {f_in}->{f_out}"
+
+
+GOALS = [
+    goal
+    for device in ("cpu", "cuda")
+    for goal in (
+        *(
+            Goal(
+                op="graph_conv dense",
+                ours="gc_cpp",
+                peer=SEED,
+                min_speedup=5.0,
+                device=device,
+                case=_case(n, 512, 64),
+                note="where the association helps (F_out < F_in)",
+            )
+            for n in (1024, 4096)
+        ),
+        Goal(op="graph_conv dense", ours="gc_cpp", peer=EAGER_BEST, min_speedup=1.0, device=device),
+        Goal(
+            op="graph_conv dense fwd+bwd",
+            ours="gc_cpp",
+            peer=EAGER_BEST,
+            min_speedup=1.0,
+            device=device,
+        ),
+        *(
+            Goal(op=op, ours=f"gc_cpp {fmt}", peer=peer, min_speedup=1.0, device=device)
+            for op in ("graph_conv sparse 1%", "graph_conv sparse 1% fwd+bwd")
+            for fmt, peer in (("CSR", SPARSE_CSR), ("COO", SPARSE_COO))
+        ),
+    )
+]
+
+
+def _eager(a, x, w, b):
+    return a @ (x @ w) + b if w.shape[1] < w.shape[0] else (a @ x) @ w + b
+
+
+def _eager_addmm(a, x, w, b):
+    return torch.addmm(b, a, x @ w) if w.shape[1] < w.shape[0] else torch.addmm(b, a @ x, w)
+
+
+def _sparse_mm(a, x, w, b):
+    if w.shape[1] < w.shape[0]:
+        return torch.sparse.mm(a, x @ w) + b
+    return torch.sparse.mm(a, x) @ w + b
+
+
+def _fwd_bwd(fn, grad, inputs):
+    return lambda: torch.autograd.grad(fn(), inputs, grad)
+
+
+def run(ctx: Context) -> None:
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    sizes = [1024] if ctx.quick else [1024, 4096]
+    rounds = 1 if ctx.quick else ROUNDS
+    dtype = torch.float32
+    for device in ctx.devices:
+        for n in sizes:
+            generator = torch.Generator().manual_seed(n)
+            a = torch.rand(n, n, generator=generator).to(device)
+            mask = torch.rand(n, n, generator=generator) < DENSITY
+            sparse = (torch.rand(n, n, generator=generator) * mask).to(device)
+            csr, coo = sparse.to_sparse_csr(), sparse.to_sparse().coalesce()
+            for f_in, f_out in SHAPES:
+                case = _case(n, f_in, f_out)
+                x = torch.randn(n, f_in, generator=generator).to(device)
+                w = (torch.randn(f_in, f_out, generator=generator) / f_in**0.5).to(device)
+                b = torch.randn(f_out, generator=generator).to(device)
+                flops = 2 * (n * n * min(f_in, f_out) + n * f_in * f_out)
+
+                ctx.compare(
+                    op="graph_conv dense",
+                    case=case,
+                    size=n,
+                    device=device,
+                    dtype=dtype,
+                    impls={
+                        SEED: lambda: a.mm(x).mm(w) + b,
+                        EAGER: lambda: _eager(a, x, w, b),
+                        EAGER_BEST: lambda: _eager_addmm(a, x, w, b),
+                        "gc_cpp": lambda: gc_cpp.graph_conv(a, x, w, b),
+                    },
+                    ours="gc_cpp",
+                    extra=lambda s, f=flops: {"GFLOP/s (cheap order)": f / s / 1e9},
+                    rounds=rounds,
+                )
+                ctx.compare(
+                    op="graph_conv sparse 1%",
+                    case=case,
+                    size=n,
+                    device=device,
+                    dtype=dtype,
+                    impls={
+                        SPARSE_CSR: lambda: _sparse_mm(csr, x, w, b),
+                        SPARSE_COO: lambda: _sparse_mm(coo, x, w, b),
+                        "gc_cpp CSR": lambda: gc_cpp.graph_conv(csr, x, w, b),
+                        "gc_cpp COO": lambda: gc_cpp.graph_conv(coo, x, w, b),
+                    },
+                    ours=["gc_cpp CSR", "gc_cpp COO"],
+                    rounds=rounds,
+                )
+
+                xg, wg, bg = (t.clone().requires_grad_(True) for t in (x, w, b))
+                inputs = (xg, wg, bg)
+                grad = torch.randn(n, f_out, generator=generator).to(device)
+                ctx.compare(
+                    op="graph_conv dense fwd+bwd",
+                    case=case,
+                    size=n,
+                    device=device,
+                    dtype=dtype,
+                    impls={
+                        SEED: _fwd_bwd(lambda: a.mm(xg).mm(wg) + bg, grad, inputs),
+                        EAGER_BEST: _fwd_bwd(lambda: _eager_addmm(a, xg, wg, bg), grad, inputs),
+                        "gc_cpp": _fwd_bwd(lambda: gc_cpp.graph_conv(a, xg, wg, bg), grad, inputs),
+                    },
+                    ours="gc_cpp",
+                    rounds=rounds,
+                )
+                ctx.compare(
+                    op="graph_conv sparse 1% fwd+bwd",
+                    case=case,
+                    size=n,
+                    device=device,
+                    dtype=dtype,
+                    impls={
+                        SPARSE_CSR: _fwd_bwd(lambda: _sparse_mm(csr, xg, wg, bg), grad, inputs),
+                        SPARSE_COO: _fwd_bwd(lambda: _sparse_mm(coo, xg, wg, bg), grad, inputs),
+                        "gc_cpp CSR": _fwd_bwd(
+                            lambda: gc_cpp.graph_conv(csr, xg, wg, bg), grad, inputs
+                        ),
+                        "gc_cpp COO": _fwd_bwd(
+                            lambda: gc_cpp.graph_conv(coo, xg, wg, bg), grad, inputs
+                        ),
+                    },
+                    ours=["gc_cpp CSR", "gc_cpp COO"],
+                    rounds=rounds,
+                )

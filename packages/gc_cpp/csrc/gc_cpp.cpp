@@ -1,0 +1,282 @@
+// The gc_cpp operator library: the ops' schemas, their input checks, and the
+// Python module.
+#include "gc_cpp.h"
+
+#include <c10/util/StringUtil.h>
+#include <shared_build/python_module.h>
+#include <torch/library.h>
+
+#include <string>
+
+SHARED_BUILD_PYTHON_MODULE(
+    "gc_cpp: graph convolution adj @ x @ weight + bias as PyTorch custom ops")
+
+namespace gc_cpp {
+namespace {
+
+bool is_floating(at::ScalarType dtype) {
+  return dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf ||
+         dtype == at::kBFloat16;
+}
+
+void check_dense(const char* op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK(t.layout() == at::kStrided,
+              op,
+              ": ",
+              name,
+              " must be a dense (strided) tensor, got layout ",
+              t.layout());
+}
+
+void check_dim(const char* op,
+               const char* name,
+               const at::Tensor& t,
+               int64_t dim,
+               const char* meaning) {
+  TORCH_CHECK(t.dim() == dim,
+              op,
+              ": ",
+              name,
+              " must be ",
+              dim,
+              "-D ",
+              meaning,
+              ", got a ",
+              t.dim(),
+              "-D tensor of shape ",
+              t.sym_sizes());
+}
+
+}  // namespace
+
+void check_adjacency(const char* op, const at::Tensor& adj) {
+  const auto layout = adj.layout();
+  TORCH_CHECK(layout == at::kStrided || layout == at::kSparse ||
+                  layout == at::kSparseCsr,
+              op,
+              ": adj must be a dense (strided), sparse COO or sparse CSR "
+              "tensor, got layout ",
+              layout);
+  check_dim(op, "adj", adj, 2, "(N, N)");
+  if (layout == at::kSparse) {
+    TORCH_CHECK(adj.sparse_dim() == 2,
+                op,
+                ": a sparse COO adj must have 2 sparse dimensions and no "
+                "dense ones, got sparse_dim ",
+                adj.sparse_dim(),
+                " and dense_dim ",
+                adj.dense_dim());
+  }
+  TORCH_CHECK(adj.sym_size(0) == adj.sym_size(1),
+              op,
+              ": adj must be square (N, N), got shape ",
+              adj.sym_sizes());
+}
+
+void check_floating(const char* op, at::ScalarType dtype) {
+  TORCH_CHECK(is_floating(dtype),
+              op,
+              ": dtype must be float16, bfloat16, float32 or float64, got ",
+              dtype);
+}
+
+void check_graph_conv_inputs(const char* op,
+                             const at::Tensor& adj,
+                             const at::Tensor& x,
+                             const at::Tensor& weight,
+                             const std::optional<at::Tensor>& bias) {
+  const bool has_bias = bias.has_value() && bias->defined();
+  const auto device = x.device();
+  TORCH_CHECK(adj.device() == device && weight.device() == device &&
+                  (!has_bias || bias->device() == device),
+              op,
+              ": adj, x, weight and bias must be on the same device, got adj "
+              "on ",
+              adj.device(),
+              ", x on ",
+              x.device(),
+              ", weight on ",
+              weight.device(),
+              has_bias ? c10::str(", bias on ", bias->device()) : "");
+  const auto dtype = x.scalar_type();
+  TORCH_CHECK(adj.scalar_type() == dtype && weight.scalar_type() == dtype &&
+                  (!has_bias || bias->scalar_type() == dtype),
+              op,
+              ": adj, x, weight and bias must have the same dtype, got adj ",
+              adj.scalar_type(),
+              ", x ",
+              x.scalar_type(),
+              ", weight ",
+              weight.scalar_type(),
+              has_bias ? c10::str(", bias ", bias->scalar_type()) : "");
+  check_floating(op, dtype);
+  check_dense(op, "x", x);
+  check_dense(op, "weight", weight);
+  if (has_bias) {
+    check_dense(op, "bias", *bias);
+  }
+  check_adjacency(op, adj);
+  check_dim(op, "x", x, 2, "(N, F_in)");
+  check_dim(op, "weight", weight, 2, "(F_in, F_out)");
+  if (has_bias) {
+    check_dim(op, "bias", *bias, 1, "(F_out,)");
+  }
+  TORCH_CHECK(adj.sym_size(1) == x.sym_size(0),
+              op,
+              ": adj has ",
+              adj.sym_size(1),
+              " columns but x has ",
+              x.sym_size(0),
+              " rows (adj ",
+              adj.sym_sizes(),
+              ", x ",
+              x.sym_sizes(),
+              "); x must be (N, F_in) with N = adj.size(1)");
+  TORCH_CHECK(weight.sym_size(0) == x.sym_size(1),
+              op,
+              ": weight has ",
+              weight.sym_size(0),
+              " rows but x has ",
+              x.sym_size(1),
+              " columns (x ",
+              x.sym_sizes(),
+              ", weight ",
+              weight.sym_sizes(),
+              "); weight must be (F_in, F_out) with F_in = x.size(1)");
+  if (has_bias) {
+    TORCH_CHECK(bias->sym_size(0) == weight.sym_size(1),
+                op,
+                ": bias has ",
+                bias->sym_size(0),
+                " elements but weight has ",
+                weight.sym_size(1),
+                " columns (weight ",
+                weight.sym_sizes(),
+                ", bias ",
+                bias->sym_sizes(),
+                "); bias must be (F_out,) with F_out = weight.size(1)");
+  }
+}
+
+void check_weight_grad_inputs(const at::Tensor& adj,
+                              const at::Tensor& x,
+                              const at::Tensor& grad) {
+  const char* op = "gc_cpp.backward";
+  const auto device = x.device();
+  TORCH_CHECK(adj.device() == device && grad.device() == device,
+              op,
+              ": adj, x and grad must be on the same device, got adj on ",
+              adj.device(),
+              ", x on ",
+              x.device(),
+              ", grad on ",
+              grad.device());
+  const auto dtype = x.scalar_type();
+  TORCH_CHECK(adj.scalar_type() == dtype && grad.scalar_type() == dtype,
+              op,
+              ": adj, x and grad must have the same dtype, got adj ",
+              adj.scalar_type(),
+              ", x ",
+              x.scalar_type(),
+              ", grad ",
+              grad.scalar_type());
+  check_floating(op, dtype);
+  check_dense(op, "x", x);
+  check_dense(op, "grad", grad);
+  check_adjacency(op, adj);
+  check_dim(op, "x", x, 2, "(N, F_in)");
+  check_dim(op, "grad", grad, 2, "(N, F_out)");
+  TORCH_CHECK(adj.sym_size(1) == x.sym_size(0),
+              op,
+              ": adj has ",
+              adj.sym_size(1),
+              " columns but x has ",
+              x.sym_size(0),
+              " rows (adj ",
+              adj.sym_sizes(),
+              ", x ",
+              x.sym_sizes(),
+              "); x must be (N, F_in) with N = adj.size(1)");
+  TORCH_CHECK(grad.sym_size(0) == adj.sym_size(0),
+              op,
+              ": grad has ",
+              grad.sym_size(0),
+              " rows but adj has ",
+              adj.sym_size(0),
+              " (adj ",
+              adj.sym_sizes(),
+              ", grad ",
+              grad.sym_sizes(),
+              "); grad must be (N, F_out) with N = adj.size(0)");
+}
+
+void check_csr_transpose_inputs(const at::Tensor& crow_indices,
+                                const at::Tensor& col_indices,
+                                const at::Tensor& values,
+                                int64_t num_cols) {
+  const char* op = "gc_cpp._csr_transpose";
+  TORCH_CHECK(crow_indices.device() == col_indices.device() &&
+                  values.device() == col_indices.device(),
+              op,
+              ": crow_indices, col_indices and values must be on the same "
+              "device, got ",
+              crow_indices.device(),
+              ", ",
+              col_indices.device(),
+              " and ",
+              values.device());
+  const auto index_dtype = col_indices.scalar_type();
+  TORCH_CHECK((index_dtype == at::kInt || index_dtype == at::kLong) &&
+                  crow_indices.scalar_type() == index_dtype,
+              op,
+              ": crow_indices and col_indices must both be int32 or both "
+              "int64, got ",
+              crow_indices.scalar_type(),
+              " and ",
+              index_dtype);
+  TORCH_CHECK(
+      crow_indices.dim() == 1 && col_indices.dim() == 1 && values.dim() == 1,
+      op,
+      ": crow_indices, col_indices and values must be 1-D, got "
+      "shapes ",
+      crow_indices.sym_sizes(),
+      ", ",
+      col_indices.sym_sizes(),
+      " and ",
+      values.sym_sizes());
+  TORCH_CHECK(crow_indices.sym_numel() >= 1,
+              op,
+              ": crow_indices must have num_rows + 1 >= 1 elements, got 0");
+  TORCH_CHECK(col_indices.sym_numel() == values.sym_numel(),
+              op,
+              ": col_indices has ",
+              col_indices.sym_numel(),
+              " elements but values has ",
+              values.sym_numel());
+  TORCH_CHECK(num_cols >= 0, op, ": num_cols must be >= 0, got ", num_cols);
+}
+
+}  // namespace gc_cpp
+
+TORCH_LIBRARY(gc_cpp, m) {
+  m.def(
+      "graph_conv(Tensor adj, Tensor x, Tensor weight, Tensor? bias=None) -> "
+      "Tensor",
+      {at::Tag::pt2_compliant_tag});
+  // graph_conv's forward as its autograd kernel needs it: the output and the
+  // intermediate product the chosen order made (x @ weight or adj @ x), which
+  // backward reuses instead of recomputing.
+  m.def(
+      "_graph_conv_forward(Tensor adj, Tensor x, Tensor weight, Tensor? "
+      "bias=None) -> (Tensor, Tensor)",
+      {at::Tag::pt2_compliant_tag});
+  // The seed's gc_backward: the gradient w.r.t. weight, (adj @ x).T @ grad.
+  m.def("weight_grad(Tensor adj, Tensor x, Tensor grad) -> Tensor",
+        {at::Tag::pt2_compliant_tag});
+  // The transpose of a CSR matrix as CSR (crow, col, values); the row indices
+  // of the result are sorted within each row.
+  m.def(
+      "_csr_transpose(Tensor crow_indices, Tensor col_indices, Tensor values, "
+      "int num_cols) -> (Tensor, Tensor, Tensor)",
+      {at::Tag::pt2_compliant_tag});
+}

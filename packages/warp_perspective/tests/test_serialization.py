@@ -114,7 +114,8 @@ def test_loading_without_the_library_names_the_op(tmp_path):
 
 @pytest.mark.slow
 def test_cpp_app(tmp_path):
-    """examples/05_torchscript_cpp: CMake build against the installed torch, same result."""
+    """examples/05_torchscript_cpp: C++ apps built with CMake against the installed torch run
+    the TorchScript model and the AOTInductor package; same results as Python's."""
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
     if not (EXAMPLE / "run.sh").is_file():
@@ -131,6 +132,8 @@ def test_cpp_app(tmp_path):
     assert "warp_perspective::warp_perspective registered: yes" in proc.stdout
     assert "python_output.pt: identical" in proc.stdout
     assert "cpp_output.pt: identical" in proc.stdout
+    assert "cpp_aoti_output.pt: identical" in proc.stdout
+    assert "AOTInductor and TorchScript: equal" in proc.stdout
 
 
 @pytest.mark.slow

@@ -7,8 +7,8 @@
 // taps for each channel in turn, so the geometry is computed once per pixel
 // and shared by all C channels. Both loops are leaf functions compiled for
 // AVX-512, AVX2 and baseline x86-64 (SHARED_BUILD_CPU_CLONES). Rows of all
-// images of the batch are spread over torch's intra-op threads
-// (at::parallel_for), so one large image uses every thread too.
+// images of the batch are handed out in chunks to torch's intra-op threads
+// (cpu/parallel.h), so one large image uses every thread too.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -26,6 +26,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/parallel.h"
 #include "cpu/sampling_avx2.h"
 #include "cpu/sampling_loops.h"
 #include "warp_perspective.h"
@@ -158,20 +159,43 @@ void row_taps(const Problem& p, const Geometry& g, RowTaps<weight_t>& t) {
   }
 }
 
-// Pixels with a tap outside the image (zeros padding only), recomputed from
-// their inside taps alone: the vectorised loop read src[0] in place of the
-// outside taps, which is harmless (weight 0) unless src[0] is inf or NaN.
+// The pixels of a row with a tap outside the image (zeros padding only), found
+// once per row, 8 masks at a time (most rows have a handful, at the ends).
+void find_outside(const uint8_t* mask, int64_t n, std::vector<int32_t>& out) {
+  constexpr uint64_t kAllInside = 0x0F0F0F0F0F0F0F0FULL;
+  out.clear();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, mask + i, sizeof(word));
+    if (word == kAllInside) {
+      continue;
+    }
+    for (int64_t k = i; k < i + 8; ++k) {
+      if (mask[k] != kAllTapsInside) {
+        out.push_back(static_cast<int32_t>(k));
+      }
+    }
+  }
+  for (; i < n; ++i) {
+    if (mask[i] != kAllTapsInside) {
+      out.push_back(static_cast<int32_t>(i));
+    }
+  }
+}
+
+// Those pixels recomputed from their inside taps alone: the vectorised loop
+// read src[0] in place of the outside taps, which is harmless (weight 0)
+// unless src[0] is inf or NaN.
 template <typename scalar_t, typename weight_t>
 void fix_outside_taps(const Problem& p,
                       const RowTaps<weight_t>& t,
+                      const std::vector<int32_t>& outside,
                       const scalar_t* src,
                       scalar_t* out) {
   const bool nearest = p.interpolation == Interpolation::kNearest;
-  for (const auto i : c10::irange(p.dst_w)) {
+  for (const int32_t i : outside) {
     const uint8_t bits = t.mask[i];
-    if (bits == kAllTapsInside) {
-      continue;
-    }
     if (nearest) {
       out[i] = scalar_t(0);
       continue;
@@ -231,28 +255,37 @@ void forward_impl(const Problem& p,
   const bool shared_warp = inverses.size() == 1;
   const scalar_t* src_base = src.const_data_ptr<scalar_t>();
   scalar_t* out_base = out.mutable_data_ptr<scalar_t>();
-  const int64_t grain = std::max<int64_t>(
+  const int64_t rows_per_chunk = std::max<int64_t>(
       1, kGrainSamples / std::max<int64_t>(1, p.dst_w * channels));
   const bool zeros = p.padding == Padding::kZeros;
   const bool nearest = p.interpolation == Interpolation::kNearest;
-  at::parallel_for(0, batch * p.dst_h, grain, [&](int64_t begin, int64_t end) {
+  run_workers(batch * p.dst_h, rows_per_chunk, [&](ChunkQueue& queue) {
     RowTaps<weight_t> taps(p.dst_w);
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t b = row / p.dst_h;
-      const int64_t y = row % p.dst_h;
-      const double* inv = inverses[shared_warp ? 0 : b].data();
-      row_taps(p, make_geometry(p, src, inv, y), taps);
-      for (const auto c : c10::irange(channels)) {
-        const scalar_t* plane =
-            src_base + b * src.stride(0) + c * src.stride(1);
-        scalar_t* dst = out_base + ((b * channels + c) * p.dst_h + y) * p.dst_w;
-        if (nearest) {
-          nearest_gather(plane, taps.o00.data(), dst, p.dst_w);
-        } else {
-          bilinear_gather(plane, taps, dst, p.dst_w);
-        }
+    std::vector<int32_t> outside;
+    int64_t begin = 0;
+    int64_t end = 0;
+    while (queue.pop(begin, end)) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t b = row / p.dst_h;
+        const int64_t y = row % p.dst_h;
+        const double* inv = inverses[shared_warp ? 0 : b].data();
+        row_taps(p, make_geometry(p, src, inv, y), taps);
         if (zeros) {
-          fix_outside_taps<scalar_t, weight_t>(p, taps, plane, dst);
+          find_outside(taps.mask.data(), p.dst_w, outside);
+        }
+        for (const auto c : c10::irange(channels)) {
+          const scalar_t* plane =
+              src_base + b * src.stride(0) + c * src.stride(1);
+          scalar_t* dst =
+              out_base + ((b * channels + c) * p.dst_h + y) * p.dst_w;
+          if (nearest) {
+            nearest_gather(plane, taps.o00.data(), dst, p.dst_w);
+          } else {
+            bilinear_gather(plane, taps, dst, p.dst_w);
+          }
+          if (!outside.empty()) {
+            fix_outside_taps<scalar_t, weight_t>(p, taps, outside, plane, dst);
+          }
         }
       }
     }
@@ -275,12 +308,11 @@ void backward_impl(const Problem& p,
   const scalar_t* grad_base = grad_out.const_data_ptr<scalar_t>();
   scalar_t* gi_base = grad_image.mutable_data_ptr<scalar_t>();
   const int64_t plane_size = p.src_h * p.src_w;
-  const int64_t work = p.dst_h * p.dst_w;
-  const int64_t grain =
-      std::max<int64_t>(1, kGrainSamples / std::max<int64_t>(1, work));
-  at::parallel_for(0, batch * channels, grain, [&](int64_t begin, int64_t end) {
+  run_workers(batch * channels, 1, [&](ChunkQueue& queue) {
     RowTaps<weight_t> taps(p.dst_w);
-    for (int64_t plane = begin; plane < end; ++plane) {
+    int64_t plane = 0;
+    int64_t plane_end = 0;
+    while (queue.pop(plane, plane_end)) {
       const int64_t b = plane / channels;
       const int64_t c = plane % channels;
       const double* inv = inverses[shared_warp ? 0 : b].data();
@@ -363,7 +395,7 @@ at::Tensor builtin_forward_cpu(const at::Tensor& image,
               "warp_perspective: the CPU kernel got tensors on ",
               image.device());
   const auto inverses = inverse_warps(p.warp);
-  at::Tensor out = at::empty(
+  at::Tensor out = empty_output(
       {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w}, image.options());
   if (out.numel() > 0) {
     forward_builtin_cpu(p, inverses, out);
@@ -383,8 +415,9 @@ at::Tensor backward_cpu(const at::Tensor& grad_output,
               grad_output.device());
   const auto inverses = inverse_warps(p.warp);
   at::Tensor grad_image =
-      at::zeros({p.input.size(0), p.input.size(1), p.src_h, p.src_w},
-                grad_output.options());
+      empty_output({p.input.size(0), p.input.size(1), p.src_h, p.src_w},
+                   grad_output.options())
+          .zero_();
   if (grad_image.numel() > 0 && grad_output.numel() > 0) {
     backward_builtin_cpu(p, inverses, grad_image);
   }

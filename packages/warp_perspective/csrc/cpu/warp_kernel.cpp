@@ -1,8 +1,8 @@
 // The CPU kernel of warp_perspective: cv::warpPerspective on every (image,
 // channel) plane when the build found OpenCV, the built-in kernel otherwise.
 //
-// Threading: the planes, cut into bands of rows, are spread over torch's
-// intra-op pool with at::parallel_for,
+// Threading: the planes, cut into bands of rows, are handed out to the threads
+// of torch's intra-op pool (cpu/parallel.h),
 // so torch.set_num_threads governs this op like any other (a DataLoader worker
 // at one thread stays at one thread), and each cv::warpPerspective runs
 // serially inside its task. OpenCV would otherwise parallelise every call
@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "cpu/parallel.h"
 #include "warp_perspective.h"
 
 #ifdef WARP_PERSPECTIVE_WITH_OPENCV
@@ -96,16 +97,15 @@ bool forward_opencv_cpu(const Problem& p,
   const char* src_base = static_cast<const char*>(src.const_data_ptr());
 
   const std::function<void()> run = [&] {
-    at::parallel_for(0, planes * bands, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
+    cpu::run_workers(planes * bands, 1, [&](cpu::ChunkQueue& queue) {
+      int64_t task = 0;
+      int64_t task_end = 0;
+      while (queue.pop(task, task_end)) {
         const int64_t plane = task / bands;
         const int64_t b = plane / channels;
         const int64_t c = plane % channels;
         const int64_t y0 = (task % bands) * band_rows;
         const int64_t rows = std::min(band_rows, p.dst_h - y0);
-        if (rows <= 0) {
-          continue;
-        }
         // The plane as a Mat over the tensor's memory (OpenCV does not
         // write to its source, the const_cast only satisfies cv::Mat).
         const cv::Mat in(static_cast<int>(p.src_h),
@@ -182,7 +182,7 @@ at::Tensor forward_cpu(const at::Tensor& image,
               "warp_perspective: the CPU kernel got tensors on ",
               image.device());
   const auto inverses = inverse_warps(p.warp);
-  at::Tensor out = at::empty(
+  at::Tensor out = cpu::empty_output(
       {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w}, image.options());
   if (out.numel() > 0 && !forward_opencv_cpu(p, inverses, out)) {
     forward_builtin_cpu(p, inverses, out);

@@ -28,8 +28,27 @@ quiet() {  # run "$@" into a log; show the log only if it fails
   shift
   "$@" > "$log" 2>&1 || { tail -n 40 "$log" >&2; exit 1; }
 }
+# With a CUDA build of torch, find_package(Torch) also looks for the CUDA toolkit
+# (FindCUDA): point it at the toolkit, found in shared_build's order (CUDA_HOME,
+# CUDA_PATH, /usr/local/cuda, then torch's guess from nvcc on PATH), and at the nvrtc of
+# NVIDIA's pip wheels when that toolkit has none (runtime-only installs).
+mapfile -t cuda_args < <(python - 2>/dev/null <<'PY'
+import glob, os, torch
+if torch.version.cuda:
+    from torch.utils.cpp_extension import CUDA_HOME
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda", CUDA_HOME]
+    root = next((c for c in candidates if c and os.path.isfile(os.path.join(c, "include", "cuda_runtime.h"))), None)
+if torch.version.cuda and root:
+    print(f"-DCUDA_TOOLKIT_ROOT_DIR={root}")
+    if not glob.glob(os.path.join(root, "lib*", "libnvrtc.so*")):
+        site = os.path.dirname(os.path.dirname(torch.__file__))
+        wheels = sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", "libnvrtc.so*")))
+        if wheels:
+            print(f"-DCUDA_nvrtc_LIBRARY={wheels[0]}")
+PY
+)
 quiet "$work/cmake.log" cmake -S "$here" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix" -DWARP_PERSPECTIVE_LIBRARY="$library"
+  -DCMAKE_PREFIX_PATH="$prefix" -DWARP_PERSPECTIVE_LIBRARY="$library" "${cuda_args[@]}"
 quiet "$work/build.log" cmake --build "$work/build" -j 2
 echo "built $work/build/warp_app and $work/build/aoti_app"
 

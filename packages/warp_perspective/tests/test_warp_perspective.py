@@ -464,12 +464,14 @@ def test_library_does_not_need_libpython():
         pytest.skip(f"nm unavailable: {nm.stderr.strip()}")
     python_symbols = [line for line in nm.stdout.splitlines() if " Py" in line or "_Py" in line]
     assert python_symbols == []
-    assert (
-        "libtorch_python"
-        not in subprocess.run(
-            ["ldd", warp_perspective.library_path()], capture_output=True, text=True
-        ).stdout
+    ldd = subprocess.run(["ldd", warp_perspective.library_path()], capture_output=True, text=True)
+    assert "libtorch_python" not in ldd.stdout
+    # A C++ program that links the library finds torch's libraries through its RUNPATH.
+    readelf = subprocess.run(
+        ["readelf", "-d", warp_perspective.library_path()], capture_output=True, text=True
     )
+    if readelf.returncode == 0:
+        assert "$ORIGIN/../torch/lib" in readelf.stdout
 
 
 # ---- autograd -----------------------------------------------------------------------------
@@ -485,8 +487,11 @@ def test_gradcheck_float64(device, interpolation, padding_mode):
     def fn(x):
         return warp(x, mats, [6, 10], interpolation, padding_mode)
 
-    assert torch.autograd.gradcheck(fn, (image,))
-    assert torch.autograd.gradgradcheck(fn, (image,))
+    # The CUDA backward adds with atomics: its summation order, hence the last bits, vary
+    # between calls, which gradcheck treats as non-reentrant unless told how much.
+    nondet_tol = 1e-12 if device == "cuda" else 0.0
+    assert torch.autograd.gradcheck(fn, (image,), nondet_tol=nondet_tol)
+    assert torch.autograd.gradgradcheck(fn, (image,), nondet_tol=nondet_tol)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -12,6 +12,7 @@ Called by setup.py; returns the keyword overrides for ``shared_build.setup_kwarg
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from typing import Any
@@ -30,9 +31,13 @@ def _log(message: str) -> None:
     print(f"warp_perspective: {message}", file=sys.stderr, flush=True)
 
 
-def _modversion() -> str:
+def _modversion(env: dict[str, str]) -> str:
     proc = subprocess.run(
-        ["pkg-config", "--modversion", "opencv4"], capture_output=True, text=True, check=False
+        ["pkg-config", "--modversion", "opencv4"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     return proc.stdout.strip() or "unknown"
 
@@ -54,7 +59,11 @@ def opencv_overrides(env: dict[str, str] | None = None) -> dict[str, Any]:
         return builtin
     found = pkg_config("opencv4", env)
     if found is None:
-        why = "pkg-config found no opencv4 (install libopencv-dev, or set PKG_CONFIG_PATH)"
+        why = (
+            "pkg-config is not installed (apt-get install pkg-config libopencv-dev)"
+            if shutil.which("pkg-config") is None
+            else "pkg-config found no opencv4 (install libopencv-dev, or set PKG_CONFIG_PATH)"
+        )
         if mode == "1":
             raise SystemExit(f"error: WARP_PERSPECTIVE_OPENCV=1 but {why}")
         _log(f"CPU backend: built-in kernel; {why}")
@@ -67,7 +76,7 @@ def opencv_overrides(env: dict[str, str] | None = None) -> dict[str, Any]:
             f"error: pkg-config opencv4 lists neither opencv_world nor {', '.join(_WANTED)} "
             f"(got {found['libraries']}); set WARP_PERSPECTIVE_OPENCV=0 to build without OpenCV"
         )
-    version = _modversion()
+    version = _modversion(env)
     # An OpenCV outside the loader's default folders must still be found at run time.
     rpaths = [f"-Wl,-rpath,{d}" for d in found["library_dirs"] if d not in _SYSTEM_LIB_DIRS]
     _log(

@@ -1,0 +1,80 @@
+"""Process CPU time per call, one thread, for the cases of bench_warp_perspective.py.
+
+    python packages/warp_perspective/bench/cpu_time.py [--repeat 7]
+
+Wall-clock timings on a machine shared with other work move with its load; the CPU time
+a single-threaded call consumes does much less, so this compares the kernels' cost per
+core: warp_perspective (the public op, whichever backend the build has), its built-in
+kernel, kornia and the cv2 loop, each with torch and cv2 limited to one thread. The
+median of --repeat calls is printed, in ms, and each peer's time over ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+from pathlib import Path
+
+import torch
+
+# The benchmark module (beside this file) and the harness it imports (repository root).
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[3])]
+import bench_warp_perspective as bench  # noqa: E402
+
+import warp_perspective  # noqa: E402
+
+
+def cpu_seconds(fn, repeat: int) -> float:
+    fn()
+    samples = []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        fn()
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        samples.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return sorted(samples)[len(samples) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    import cv2
+    import numpy as np
+    from kornia.geometry.transform import warp_perspective as kornia_warp
+
+    torch.set_num_threads(1)
+    cv2.setNumThreads(1)
+    print(
+        f"one thread; warp_perspective backend {warp_perspective.backend()}, "
+        f"cv2 {cv2.__version__}, torch {torch.__version__}"
+    )
+    mats64 = bench._homographies(bench.BATCH)
+    mats = mats64.float()
+    for case, (h, w) in bench.SIZES.items():
+        image = torch.rand(bench.BATCH, bench.CHANNELS, h, w)
+        hwc = [np.ascontiguousarray(im.permute(1, 2, 0).numpy()) for im in image]
+        impls = {
+            bench.OURS: lambda: warp_perspective.warp_perspective(image, mats),
+            bench.BUILTIN: lambda: torch.ops.warp_perspective._warp_perspective_builtin(
+                image, mats
+            ),
+            "kornia": lambda: kornia_warp(image, mats, (h, w), align_corners=True),
+            "cv2 loop": lambda: [
+                cv2.warpPerspective(im, m.numpy(), (w, h))
+                for im, m in zip(hwc, mats64, strict=True)
+            ],
+        }
+        times = {name: cpu_seconds(fn, args.repeat) for name, fn in impls.items()}
+        for name, seconds in times.items():
+            ratios = ", ".join(
+                f"{peer} / this {times[peer] / seconds:.2f}x"
+                for peer in ("kornia", "cv2 loop")
+                if peer != name and name in (bench.OURS, bench.BUILTIN)
+            )
+            print(f"  {case:8} {name:36} {seconds * 1e3:9.1f} ms  {ratios}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+// How the CPU kernels use torch's intra-op threads and allocate their outputs.
+#pragma once
+
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+namespace warp_perspective {
+namespace cpu {
+
+// Chunks [0, n) handed out one at a time, to whichever thread asks first.
+class ChunkQueue {
+ public:
+  ChunkQueue(int64_t n, int64_t chunk)
+      : n_(n), chunk_(std::max<int64_t>(1, chunk)) {}
+
+  bool pop(int64_t& begin, int64_t& end) {
+    begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    if (begin >= n_) {
+      return false;
+    }
+    end = std::min(n_, begin + chunk_);
+    return true;
+  }
+
+  int64_t chunks() const {
+    return (n_ + chunk_ - 1) / chunk_;
+  }
+
+ private:
+  std::atomic<int64_t> next_{0};
+  const int64_t n_;
+  const int64_t chunk_;
+};
+
+// Runs worker(queue) on up to torch.get_num_threads() threads of torch's
+// intra-op pool; each worker sets up its scratch once and pops chunks until
+// none is left. at::parallel_for alone splits the range statically, one piece
+// per thread, so a thread that the OS descheduled (another process on the
+// machine, a slower core) holds up the whole call; here the others take over
+// its share.
+template <typename Worker>
+void run_workers(int64_t n, int64_t chunk, const Worker& worker) {
+  ChunkQueue queue(n, chunk);
+  const int64_t workers =
+      std::min<int64_t>(queue.chunks(), at::get_num_threads());
+  if (workers <= 1 || at::in_parallel_region()) {
+    worker(queue);
+    return;
+  }
+  at::parallel_for(0, workers, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w) {
+      worker(queue);
+    }
+  });
+}
+
+// at::empty, with the memory advised for transparent huge pages when it is
+// large. A fresh 200 MB output (8 x 3 x 1080p float32) takes ~48,000 page
+// faults on first touch, which cost 90 ms on the VM this was measured on
+// (more than warping into it) and do not parallelise; as huge pages they cost
+// ~10 ms. Only matters where THP is in "madvise" mode (common); harmless
+// elsewhere. torch does the same for every allocation with
+// THP_MEM_ALLOC_ENABLE=1.
+inline at::Tensor empty_output(at::IntArrayRef sizes,
+                               const at::TensorOptions& options) {
+  at::Tensor out = at::empty(sizes, options);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr size_t kHugePage = size_t(2) << 20;
+  const size_t bytes = out.nbytes();
+  if (bytes >= 4 * kHugePage) {
+    // Advise the 2 MB-aligned interior; the untouched pages are ours alone.
+    const auto start = reinterpret_cast<uintptr_t>(out.data_ptr());
+    const uintptr_t first = (start + kHugePage - 1) & ~(kHugePage - 1);
+    const uintptr_t last = (start + bytes) & ~(kHugePage - 1);
+    if (last > first) {
+      madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+    }
+  }
+#endif
+  return out;
+}
+
+}  // namespace cpu
+}  // namespace warp_perspective

@@ -1,0 +1,198 @@
+// The CPU kernel of warp_perspective: cv::warpPerspective on every (image,
+// channel) plane when the build found OpenCV, the built-in kernel otherwise.
+//
+// Threading: the planes, cut into bands of rows, are handed out to the threads
+// of torch's intra-op pool (cpu/parallel.h),
+// so torch.set_num_threads governs this op like any other (a DataLoader worker
+// at one thread stays at one thread), and each cv::warpPerspective runs
+// serially inside its task. OpenCV would otherwise parallelise every call
+// over its own pool (TBB on Debian, pthreads in the PyPI wheels) on top of
+// torch's threads. OpenCV runs a parallel_for_ serially while another one is
+// in progress (a process-wide "nested" flag), so the whole batch runs inside
+// one single-stripe cv::parallel_for_: every OpenCV call made from our tasks
+// is nested and serial, without changing cv::setNumThreads for anyone else.
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "cpu/parallel.h"
+#include "warp_perspective.h"
+
+#ifdef WARP_PERSPECTIVE_WITH_OPENCV
+// OpenCV 4's headers mix enum types in arithmetic, deprecated in C++20.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-enum-enum-conversion"
+#include <opencv2/core.hpp>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/imgproc.hpp>
+#pragma GCC diagnostic pop
+#endif
+
+namespace warp_perspective {
+
+#ifdef WARP_PERSPECTIVE_WITH_OPENCV
+namespace {
+
+// OpenCV stores source coordinates as int16 in its remap tables, so it cannot
+// address sources this large; they go to the built-in kernel.
+constexpr int64_t kOpenCVMaxSide = 32000;
+// Each plane is cut into bands of this many output rows, one task each, so
+// that a single large image still spreads over every thread. Fixed, not
+// derived from the thread count: a band is warped with a shifted matrix, and
+// OpenCV's rounding of coordinates to 1/32 pixel must not make the result
+// depend on torch.get_num_threads().
+constexpr int64_t kBandRows = 64;
+
+class RunNested : public cv::ParallelLoopBody {
+ public:
+  explicit RunNested(const std::function<void()>& fn) : fn_(fn) {}
+  void operator()(const cv::Range&) const override {
+    fn_();
+  }
+
+ private:
+  const std::function<void()>& fn_;
+};
+
+int cv_type(at::ScalarType t) {
+  return t == at::kByte ? CV_8UC1 : CV_32FC1;
+}
+
+}  // namespace
+
+bool forward_opencv_cpu(const Problem& p,
+                        const std::vector<std::array<double, 9>>& inverses,
+                        at::Tensor& out) {
+  const auto dtype = p.input.scalar_type();
+  // float64 always takes the built-in kernel: OpenCV rounds source
+  // coordinates to 1/32 pixel for bilinear sampling, which would defeat
+  // double precision and make the forward disagree with its gradient (the
+  // adjoint of exact sampling) by more than gradcheck tolerates.
+  if ((dtype != at::kFloat && dtype != at::kByte) ||
+      p.src_h >= kOpenCVMaxSide || p.src_w >= kOpenCVMaxSide ||
+      p.dst_h >= kOpenCVMaxSide || p.dst_w >= kOpenCVMaxSide) {
+    return false;
+  }
+  // cv::Mat rows must be contiguous; any other layout is copied once.
+  const at::Tensor src =
+      p.input.stride(3) == 1 ? p.input : p.input.contiguous();
+  const int64_t batch = src.size(0);
+  const int64_t channels = src.size(1);
+  const int64_t planes = batch * channels;
+  const int64_t band_rows = kBandRows;
+  const int64_t bands = (p.dst_h + band_rows - 1) / band_rows;
+  const int type = cv_type(dtype);
+  const size_t elem = src.element_size();
+  const int flags =
+      cv::WARP_INVERSE_MAP |
+      (p.interpolation == Interpolation::kNearest ? cv::INTER_NEAREST
+                                                  : cv::INTER_LINEAR);
+  const int border = p.padding == Padding::kBorder ? cv::BORDER_REPLICATE
+                                                   : cv::BORDER_CONSTANT;
+  char* out_base = static_cast<char*>(out.mutable_data_ptr());
+  const char* src_base = static_cast<const char*>(src.const_data_ptr());
+
+  const std::function<void()> run = [&] {
+    cpu::run_workers(planes * bands, 1, [&](cpu::ChunkQueue& queue) {
+      int64_t task = 0;
+      int64_t task_end = 0;
+      while (queue.pop(task, task_end)) {
+        const int64_t plane = task / bands;
+        const int64_t b = plane / channels;
+        const int64_t c = plane % channels;
+        const int64_t y0 = (task % bands) * band_rows;
+        const int64_t rows = std::min(band_rows, p.dst_h - y0);
+        // The plane as a Mat over the tensor's memory (OpenCV does not
+        // write to its source, the const_cast only satisfies cv::Mat).
+        const cv::Mat in(static_cast<int>(p.src_h),
+                         static_cast<int>(p.src_w),
+                         type,
+                         const_cast<char*>(src_base) +
+                             (b * src.stride(0) + c * src.stride(1)) * elem,
+                         static_cast<size_t>(src.stride(2)) * elem);
+        // The band of output rows [y0, y0 + rows) is itself a warp whose
+        // inverse map sees row y' = y - y0: shift the last column.
+        const double* inv = inverses[inverses.size() == 1 ? 0 : b].data();
+        cv::Matx33d m(inv);
+        m(0, 2) += y0 * inv[1];
+        m(1, 2) += y0 * inv[4];
+        m(2, 2) += y0 * inv[7];
+        cv::Mat dst(static_cast<int>(rows),
+                    static_cast<int>(p.dst_w),
+                    type,
+                    out_base + ((plane * p.dst_h + y0) * p.dst_w) * elem);
+        try {
+          cv::warpPerspective(
+              in, dst, m, dst.size(), flags, border, cv::Scalar::all(0));
+        } catch (const cv::Exception& e) {
+          TORCH_CHECK(false, "warp_perspective: OpenCV failed: ", e.what());
+        }
+        // warpPerspective writes into dst's memory (our output), never
+        // reallocates it: same size and type.
+        TORCH_INTERNAL_ASSERT(
+            dst.data ==
+            reinterpret_cast<uchar*>(
+                out_base + ((plane * p.dst_h + y0) * p.dst_w) * elem));
+      }
+    });
+  };
+  cv::parallel_for_(cv::Range(0, 1), RunNested(run));
+  return true;
+}
+
+const char* cpu_backend() {
+  return "opencv";
+}
+
+const char* opencv_version() {
+  return CV_VERSION;
+}
+
+#else  // no OpenCV in this build
+
+bool forward_opencv_cpu(const Problem&,
+                        const std::vector<std::array<double, 9>>&,
+                        at::Tensor&) {
+  return false;
+}
+
+const char* cpu_backend() {
+  return "builtin";
+}
+
+const char* opencv_version() {
+  return "";
+}
+
+#endif
+
+namespace {
+
+at::Tensor forward_cpu(const at::Tensor& image,
+                       const at::Tensor& warp,
+                       at::OptionalIntArrayRef dsize,
+                       c10::string_view interpolation,
+                       c10::string_view padding_mode) {
+  Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
+  TORCH_CHECK(image.device().is_cpu(),
+              "warp_perspective: the CPU kernel got tensors on ",
+              image.device());
+  const auto inverses = inverse_warps(p.warp);
+  at::Tensor out = cpu::empty_output(
+      {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w}, image.options());
+  if (out.numel() > 0 && !forward_opencv_cpu(p, inverses, out)) {
+    forward_builtin_cpu(p, inverses, out);
+  }
+  return out.view(p.result_sizes);
+}
+
+}  // namespace
+}  // namespace warp_perspective
+
+TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
+  m.impl("warp_perspective", &warp_perspective::forward_cpu);
+}

@@ -1,0 +1,365 @@
+// CUDA kernels of warp_perspective: the batched forward sampling and its
+// adjoint (the backward), on the current stream.
+//
+// One thread per destination pixel computes the source coordinate once, in
+// double as OpenCV and the CPU kernels do (so nearest sampling picks the same
+// pixel on every backend), and then samples every channel. Each block inverts
+// its image's matrix once, into shared memory. The image may have any strides.
+#include <ATen/Context.h>
+#include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+#include <ATen/cuda/Atomic.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "homography.h"
+#include "warp_perspective.h"
+
+namespace warp_perspective {
+namespace {
+
+constexpr int kBlockX = 32;
+constexpr int kBlockY = 8;
+constexpr int64_t kMaxGridY = 65535;
+constexpr int64_t kMaxGridZ = 65535;
+
+struct Sizes {
+  int64_t channels;
+  int64_t src_h, src_w;
+  int64_t dst_h, dst_w;
+  // Strides of the tensor the kernel reads or accumulates into (B, C, H, W).
+  int64_t s_b, s_c, s_h, s_w;
+  int64_t warp_batch_stride;  // 0: one matrix for the whole batch, else 9
+  bool warp_is_double;
+};
+
+template <typename scalar_t>
+using opmath_t =
+    std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
+
+// Thread 0 inverts the block's matrix into shared memory. A singular matrix
+// (possible only under CUDA graph capture, where the host check cannot run)
+// leaves ok false and the block writes zeros.
+__device__ __forceinline__ void load_inverse(const void* warp,
+                                             const Sizes& s,
+                                             int64_t b,
+                                             double* inv,
+                                             bool* ok) {
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    double m[9];
+    const int64_t base = b * s.warp_batch_stride;
+    for (int i = 0; i < 9; ++i) {
+      m[i] = s.warp_is_double ? static_cast<const double*>(warp)[base + i]
+                              : static_cast<const float*>(warp)[base + i];
+    }
+    *ok = invert3x3(m, inv);
+  }
+  __syncthreads();
+}
+
+// The taps of pixel (x, y): offsets into a plane with strides (s_h, s_w) and
+// their weights, 0 for a tap outside the image with zeros padding (its offset
+// then points at element 0 and is never read).
+template <typename acc_t, bool kNearest, bool kBorder>
+struct Taps {
+  int64_t off[4];
+  acc_t w[4];
+  bool in[4];
+  int n;
+
+  __device__ __forceinline__ Taps(const double* inv,
+                                  int64_t x,
+                                  int64_t y,
+                                  const Sizes& s) {
+    double sx;
+    double sy;
+    source_coordinate(
+        inv, static_cast<double>(x), static_cast<double>(y), sx, sy);
+    sx = clamp_coordinate(sx, static_cast<double>(s.src_w));
+    sy = clamp_coordinate(sy, static_cast<double>(s.src_h));
+    if (kNearest) {
+      n = 1;
+      // rint: half to even, as OpenCV's cvRound.
+      add(0,
+          static_cast<int64_t>(rint(sx)),
+          static_cast<int64_t>(rint(sy)),
+          acc_t(1),
+          s);
+    } else {
+      n = 4;
+      const double fx = floor(sx);
+      const double fy = floor(sy);
+      const acc_t ax = static_cast<acc_t>(sx - fx);
+      const acc_t ay = static_cast<acc_t>(sy - fy);
+      const int64_t x0 = static_cast<int64_t>(fx);
+      const int64_t y0 = static_cast<int64_t>(fy);
+      add(0, x0, y0, (1 - ax) * (1 - ay), s);
+      add(1, x0 + 1, y0, ax * (1 - ay), s);
+      add(2, x0, y0 + 1, (1 - ax) * ay, s);
+      add(3, x0 + 1, y0 + 1, ax * ay, s);
+    }
+  }
+
+  __device__ __forceinline__ void add(int k,
+                                      int64_t ix,
+                                      int64_t iy,
+                                      acc_t weight,
+                                      const Sizes& s) {
+    if (kBorder) {
+      ix = ix < 0 ? 0 : (ix >= s.src_w ? s.src_w - 1 : ix);
+      iy = iy < 0 ? 0 : (iy >= s.src_h ? s.src_h - 1 : iy);
+      in[k] = true;
+    } else {
+      in[k] = ix >= 0 && ix < s.src_w && iy >= 0 && iy < s.src_h;
+    }
+    off[k] = in[k] ? iy * s.s_h + ix * s.s_w : 0;
+    w[k] = weight;
+  }
+};
+
+template <typename scalar_t, typename acc_t>
+__device__ __forceinline__ scalar_t to_scalar(acc_t v) {
+  if constexpr (std::is_same_v<scalar_t, uint8_t>) {
+    // Round half up and saturate, as the CPU kernels do.
+    const acc_t r = floor(v + acc_t(0.5));
+    return static_cast<uint8_t>(r < 0 ? 0 : (r > 255 ? 255 : r));
+  } else {
+    return static_cast<scalar_t>(v);
+  }
+}
+
+template <typename scalar_t, bool kNearest, bool kBorder>
+__global__ void __launch_bounds__(kBlockX* kBlockY)
+    forward_kernel(const scalar_t* __restrict__ src,
+                   const void* __restrict__ warp,
+                   scalar_t* __restrict__ out,
+                   int64_t batch,
+                   Sizes s) {
+  using acc_t = opmath_t<scalar_t>;
+  __shared__ double inv[9];
+  __shared__ bool ok;
+  const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
+  const int64_t y = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    load_inverse(warp, s, b, inv, &ok);
+    if (x < s.dst_w && y < s.dst_h) {
+      const Taps<acc_t, kNearest, kBorder> t(inv, x, y, s);
+      const scalar_t* plane = src + b * s.s_b;
+      scalar_t* o = out + ((b * s.channels) * s.dst_h + y) * s.dst_w + x;
+      const int64_t o_step = s.dst_h * s.dst_w;
+      for (int64_t c = 0; c < s.channels; ++c) {
+        acc_t v = 0;
+        if (ok) {
+#pragma unroll
+          for (int k = 0; k < (kNearest ? 1 : 4); ++k) {
+            if (t.in[k]) {
+              v += t.w[k] * static_cast<acc_t>(plane[t.off[k]]);
+            }
+          }
+        }
+        *o = to_scalar<scalar_t, acc_t>(v);
+        plane += s.s_c;
+        o += o_step;
+      }
+    }
+    // inv is rewritten for the next image only after every thread used it.
+    __syncthreads();
+  }
+}
+
+// The adjoint: every (pixel, channel) adds weight * grad_output to the taps it
+// was sampled from. Taps overlap between pixels, hence the atomics (and the
+// nondeterministic summation order).
+template <typename scalar_t, bool kNearest, bool kBorder>
+__global__ void __launch_bounds__(kBlockX* kBlockY)
+    backward_kernel(const scalar_t* __restrict__ grad_out,
+                    const void* __restrict__ warp,
+                    scalar_t* __restrict__ grad_image,
+                    int64_t batch,
+                    int64_t go_s_b,
+                    int64_t go_s_c,
+                    int64_t go_s_h,
+                    int64_t go_s_w,
+                    Sizes s) {
+  using acc_t = opmath_t<scalar_t>;
+  __shared__ double inv[9];
+  __shared__ bool ok;
+  const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
+  const int64_t y = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    load_inverse(warp, s, b, inv, &ok);
+    if (ok && x < s.dst_w && y < s.dst_h) {
+      const Taps<acc_t, kNearest, kBorder> t(inv, x, y, s);
+      const scalar_t* g = grad_out + b * go_s_b + y * go_s_h + x * go_s_w;
+      scalar_t* plane = grad_image + b * s.s_b;
+      for (int64_t c = 0; c < s.channels; ++c) {
+        const acc_t v = static_cast<acc_t>(*g);
+#pragma unroll
+        for (int k = 0; k < (kNearest ? 1 : 4); ++k) {
+          if (t.in[k]) {
+            gpuAtomicAdd(plane + t.off[k], static_cast<scalar_t>(t.w[k] * v));
+          }
+        }
+        g += go_s_c;
+        plane += s.s_c;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+dim3 grid_for(const Problem& p, int64_t batch) {
+  const int64_t gy = (p.dst_h + kBlockY - 1) / kBlockY;
+  TORCH_CHECK(gy <= kMaxGridY,
+              "warp_perspective: the CUDA kernel supports at most ",
+              kMaxGridY * kBlockY,
+              " destination rows, got ",
+              p.dst_h);
+  return dim3(static_cast<unsigned>((p.dst_w + kBlockX - 1) / kBlockX),
+              static_cast<unsigned>(gy),
+              static_cast<unsigned>(std::min(batch, kMaxGridZ)));
+}
+
+// The host-side check that every matrix is finite and invertible needs the
+// matrices on the host: a small copy and a synchronisation. Under CUDA graph
+// capture that is not allowed, so it is skipped and a singular matrix gives
+// zeros instead of an error.
+void check_warps_unless_capturing(const at::Tensor& warp) {
+  if (c10::cuda::currentStreamCaptureStatusMayInitCtx() ==
+      c10::cuda::CaptureStatus::None) {
+    inverse_warps(warp);
+  }
+}
+
+Sizes make_sizes(const Problem& p,
+                 const at::Tensor& t,
+                 const at::Tensor& warp) {
+  return Sizes{p.input.size(1),
+               p.src_h,
+               p.src_w,
+               p.dst_h,
+               p.dst_w,
+               t.stride(0),
+               t.stride(1),
+               t.stride(2),
+               t.stride(3),
+               warp.size(0) == 1 ? 0 : 9,
+               warp.scalar_type() == at::kDouble};
+}
+
+template <typename F>
+void dispatch_modes(const Problem& p, F&& f) {
+  const bool nearest = p.interpolation == Interpolation::kNearest;
+  const bool border = p.padding == Padding::kBorder;
+  if (nearest && border) {
+    f(std::true_type{}, std::true_type{});
+  } else if (nearest) {
+    f(std::true_type{}, std::false_type{});
+  } else if (border) {
+    f(std::false_type{}, std::true_type{});
+  } else {
+    f(std::false_type{}, std::false_type{});
+  }
+}
+
+at::Tensor forward_cuda(const at::Tensor& image,
+                        const at::Tensor& warp,
+                        at::OptionalIntArrayRef dsize,
+                        c10::string_view interpolation,
+                        c10::string_view padding_mode) {
+  Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
+  TORCH_CHECK(image.device().is_cuda(),
+              "warp_perspective: the CUDA kernel got tensors on ",
+              image.device());
+  const c10::cuda::CUDAGuard guard(image.device());
+  check_warps_unless_capturing(p.warp);
+  const int64_t batch = p.input.size(0);
+  at::Tensor out =
+      at::empty({batch, p.input.size(1), p.dst_h, p.dst_w}, image.options());
+  if (out.numel() == 0) {
+    return out.view(p.result_sizes);
+  }
+  const at::Tensor w = p.warp.contiguous();
+  const Sizes s = make_sizes(p, p.input, w);
+  const dim3 grid = grid_for(p, batch);
+  const dim3 block(kBlockX, kBlockY);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND(
+      at::kByte, image.scalar_type(), "warp_perspective_cuda", [&] {
+        dispatch_modes(p, [&](auto nearest, auto border) {
+          forward_kernel<scalar_t,
+                         decltype(nearest)::value,
+                         decltype(border)::value>
+              <<<grid, block, 0, stream>>>(p.input.const_data_ptr<scalar_t>(),
+                                           w.const_data_ptr(),
+                                           out.mutable_data_ptr<scalar_t>(),
+                                           batch,
+                                           s);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
+      });
+  return out.view(p.result_sizes);
+}
+
+at::Tensor backward_cuda(const at::Tensor& grad_output,
+                         const at::Tensor& warp,
+                         at::IntArrayRef image_size,
+                         c10::string_view interpolation,
+                         c10::string_view padding_mode) {
+  Problem p = check_backward(
+      grad_output, warp, image_size, interpolation, padding_mode);
+  TORCH_CHECK(grad_output.device().is_cuda(),
+              "warp_perspective_backward: the CUDA kernel got tensors on ",
+              grad_output.device());
+  const c10::cuda::CUDAGuard guard(grad_output.device());
+  at::globalContext().alertNotDeterministic("warp_perspective_backward_cuda");
+  check_warps_unless_capturing(p.warp);
+  const int64_t batch = p.input.size(0);
+  at::Tensor grad_image = at::zeros({batch, p.input.size(1), p.src_h, p.src_w},
+                                    grad_output.options());
+  if (grad_image.numel() == 0 || grad_output.numel() == 0) {
+    return grad_image.view(p.result_sizes);
+  }
+  const at::Tensor w = p.warp.contiguous();
+  const Sizes s = make_sizes(p, grad_image, w);
+  const at::Tensor& g = p.input;
+  const dim3 grid = grid_for(p, batch);
+  const dim3 block(kBlockX, kBlockY);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(
+      grad_output.scalar_type(), "warp_perspective_backward_cuda", [&] {
+        dispatch_modes(p, [&](auto nearest, auto border) {
+          backward_kernel<scalar_t,
+                          decltype(nearest)::value,
+                          decltype(border)::value><<<grid, block, 0, stream>>>(
+              g.const_data_ptr<scalar_t>(),
+              w.const_data_ptr(),
+              grad_image.mutable_data_ptr<scalar_t>(),
+              batch,
+              g.stride(0),
+              g.stride(1),
+              g.stride(2),
+              g.stride(3),
+              s);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
+      });
+  return grad_image.view(p.result_sizes);
+}
+
+}  // namespace
+}  // namespace warp_perspective
+
+TORCH_LIBRARY_IMPL(warp_perspective, CUDA, m) {
+  m.impl("warp_perspective", &warp_perspective::forward_cuda);
+  m.impl("warp_perspective_backward", &warp_perspective::backward_cuda);
+}

@@ -1,0 +1,296 @@
+// The warp_perspective operator library: the op schemas, the input checks
+// every kernel runs first, and the host-side inversion of the matrices.
+//
+// Built as a plain shared library (no Python module, no libpython): Python
+// loads it with torch.ops.load_library, a C++ program links it, and in both
+// the TORCH_LIBRARY block below registers the ops with the dispatcher.
+#include "warp_perspective.h"
+
+#include <ATen/core/Dict.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/irange.h>
+#include <torch/library.h>
+
+#include <sstream>
+#include <string>
+
+#include "homography.h"
+
+namespace warp_perspective {
+namespace {
+
+Interpolation parse_interpolation(c10::string_view s) {
+  if (s == "bilinear") {
+    return Interpolation::kBilinear;
+  }
+  if (s == "nearest") {
+    return Interpolation::kNearest;
+  }
+  TORCH_CHECK(false,
+              "warp_perspective: interpolation must be \"bilinear\" or "
+              "\"nearest\", got \"",
+              std::string(s),
+              "\"");
+}
+
+Padding parse_padding(c10::string_view s) {
+  if (s == "zeros") {
+    return Padding::kZeros;
+  }
+  if (s == "border") {
+    return Padding::kBorder;
+  }
+  TORCH_CHECK(false,
+              "warp_perspective: padding_mode must be \"zeros\" or "
+              "\"border\", got \"",
+              std::string(s),
+              "\"");
+}
+
+// Checks shared by the forward (on the image) and the backward (on
+// grad_output, whose leading dims are the image's): the warp's shape, dtype,
+// device and batch size against those of x.
+void check_warp(const at::Tensor& x,
+                const char* x_name,
+                const at::Tensor& warp) {
+  TORCH_CHECK(warp.defined(), "warp_perspective: warp is an undefined tensor");
+  TORCH_CHECK(warp.layout() == at::kStrided,
+              "warp_perspective: warp must be a dense (strided) tensor, got ",
+              warp.layout());
+  TORCH_CHECK((warp.dim() == 2 || warp.dim() == 3) && warp.size(-1) == 3 &&
+                  warp.size(-2) == 3,
+              "warp_perspective: warp must be a 3x3 matrix or a batch of "
+              "them (B, 3, 3), got shape ",
+              warp.sizes());
+  TORCH_CHECK(x.device() == warp.device(),
+              "warp_perspective: ",
+              x_name,
+              " and warp must be on the same device, got ",
+              x_name,
+              " on ",
+              x.device(),
+              " and warp on ",
+              warp.device());
+  const auto wtype = warp.scalar_type();
+  if (x.scalar_type() == at::kByte) {
+    TORCH_CHECK(wtype == at::kFloat || wtype == at::kDouble,
+                "warp_perspective: warp must be float32 or float64 for a "
+                "uint8 image, got ",
+                wtype);
+  } else {
+    TORCH_CHECK(wtype == x.scalar_type(),
+                "warp_perspective: ",
+                x_name,
+                " and warp must have the same dtype, got ",
+                x_name,
+                " ",
+                x.scalar_type(),
+                " and warp ",
+                wtype,
+                " (convert one, e.g. warp.to(",
+                x_name,
+                ".dtype))");
+  }
+  const int64_t batch = x.dim() == 4 ? x.size(0) : 1;
+  if (warp.dim() == 3) {
+    TORCH_CHECK(warp.size(0) == batch,
+                "warp_perspective: batch sizes differ: warp holds ",
+                warp.size(0),
+                " matrices (shape ",
+                warp.sizes(),
+                ") but ",
+                x_name,
+                " has batch size ",
+                batch,
+                " (shape ",
+                x.sizes(),
+                "); pass one matrix per image, or a single (3, 3) matrix "
+                "for all of them");
+  }
+}
+
+void check_image(const at::Tensor& x, const char* name) {
+  TORCH_CHECK(x.defined(), "warp_perspective: ", name, " is undefined");
+  TORCH_CHECK(x.layout() == at::kStrided,
+              "warp_perspective: ",
+              name,
+              " must be a dense (strided) tensor, got ",
+              x.layout());
+  TORCH_CHECK(x.dim() >= 2 && x.dim() <= 4,
+              "warp_perspective: ",
+              name,
+              " must be (H, W), (C, H, W) or (B, C, H, W), got a ",
+              x.dim(),
+              "-D tensor of shape ",
+              x.sizes());
+}
+
+at::Tensor as_bchw(const at::Tensor& x) {
+  if (x.dim() == 2) {
+    return x.unsqueeze(0).unsqueeze(0);
+  }
+  return x.dim() == 3 ? x.unsqueeze(0) : x;
+}
+
+std::string format_matrix(const double* m) {
+  std::ostringstream s;
+  s << "[[" << m[0] << ", " << m[1] << ", " << m[2] << "], [" << m[3] << ", "
+    << m[4] << ", " << m[5] << "], [" << m[6] << ", " << m[7] << ", " << m[8]
+    << "]]";
+  return s.str();
+}
+
+}  // namespace
+
+Problem check_forward(const at::Tensor& image,
+                      const at::Tensor& warp,
+                      at::OptionalIntArrayRef dsize,
+                      c10::string_view interpolation,
+                      c10::string_view padding_mode) {
+  check_image(image, "image");
+  const auto dtype = image.scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kByte,
+              "warp_perspective: image dtype must be float32, float64 or "
+              "uint8, got ",
+              dtype);
+  TORCH_CHECK(image.size(-1) > 0 && image.size(-2) > 0,
+              "warp_perspective: image must have at least one pixel, got "
+              "shape ",
+              image.sizes());
+  check_warp(image, "image", warp);
+  Problem p;
+  p.interpolation = parse_interpolation(interpolation);
+  p.padding = parse_padding(padding_mode);
+  if (dsize.has_value()) {
+    const auto d = *dsize;
+    TORCH_CHECK(d.size() == 2 && d[0] > 0 && d[1] > 0,
+                "warp_perspective: dsize must be (out_h, out_w) with both "
+                "positive, got ",
+                d);
+    p.dst_h = d[0];
+    p.dst_w = d[1];
+  } else {
+    p.dst_h = image.size(-2);
+    p.dst_w = image.size(-1);
+  }
+  p.src_h = image.size(-2);
+  p.src_w = image.size(-1);
+  p.input = as_bchw(image);
+  p.warp = warp.dim() == 2 ? warp.unsqueeze(0) : warp;
+  p.result_sizes = image.sizes().vec();
+  p.result_sizes[image.dim() - 2] = p.dst_h;
+  p.result_sizes[image.dim() - 1] = p.dst_w;
+  return p;
+}
+
+Problem check_backward(const at::Tensor& grad_output,
+                       const at::Tensor& warp,
+                       at::IntArrayRef image_size,
+                       c10::string_view interpolation,
+                       c10::string_view padding_mode) {
+  check_image(grad_output, "grad_output");
+  const auto dtype = grad_output.scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble,
+              "warp_perspective_backward: grad_output dtype must be float32 "
+              "or float64, got ",
+              dtype);
+  const int64_t dim = grad_output.dim();
+  bool same_lead = static_cast<int64_t>(image_size.size()) == dim;
+  for (int64_t i = 0; same_lead && i < dim - 2; ++i) {
+    same_lead = image_size[i] == grad_output.size(i);
+  }
+  TORCH_CHECK(same_lead && image_size[dim - 2] > 0 && image_size[dim - 1] > 0,
+              "warp_perspective_backward: image_size ",
+              image_size,
+              " does not fit grad_output of shape ",
+              grad_output.sizes(),
+              " (same rank and leading dims, positive H and W)");
+  check_warp(grad_output, "grad_output", warp);
+  Problem p;
+  p.interpolation = parse_interpolation(interpolation);
+  p.padding = parse_padding(padding_mode);
+  p.src_h = image_size[dim - 2];
+  p.src_w = image_size[dim - 1];
+  p.dst_h = grad_output.size(-2);
+  p.dst_w = grad_output.size(-1);
+  p.input = as_bchw(grad_output);
+  p.warp = warp.dim() == 2 ? warp.unsqueeze(0) : warp;
+  p.result_sizes = image_size.vec();
+  return p;
+}
+
+std::vector<std::array<double, 9>> inverse_warps(const at::Tensor& warp) {
+  const at::Tensor host =
+      warp.to(at::kCPU, at::kDouble).contiguous().view({-1, 9});
+  const double* m = host.const_data_ptr<double>();
+  std::vector<std::array<double, 9>> inverses(host.size(0));
+  for (const auto i : c10::irange(host.size(0))) {
+    const double* mi = m + 9 * i;
+    if (!invert3x3(mi, inverses[i].data())) {
+      bool finite = true;
+      for (int k = 0; k < 9; ++k) {
+        finite = finite && (mi[k] - mi[k] == 0.0);
+      }
+      TORCH_CHECK(finite,
+                  "warp_perspective: warp matrix ",
+                  i,
+                  " has a non-finite entry: ",
+                  format_matrix(mi));
+      TORCH_CHECK(false,
+                  "warp_perspective: warp matrix ",
+                  i,
+                  " is singular (or nearly: |det| <= ",
+                  kSingularRatio,
+                  " x the product of its row norms): ",
+                  format_matrix(mi),
+                  "; a homography must be invertible");
+    }
+  }
+  return inverses;
+}
+
+}  // namespace warp_perspective
+
+namespace {
+
+c10::Dict<std::string, std::string> build_config() {
+  c10::Dict<std::string, std::string> config;
+  config.insert("cpu_backend", warp_perspective::cpu_backend());
+  config.insert("opencv", warp_perspective::opencv_version());
+  config.insert("cpu_geometry", warp_perspective::cpu_geometry());
+#ifdef WITH_CUDA
+  config.insert("cuda", "yes");
+#else
+  config.insert("cuda", "no");
+#endif
+  config.insert("cxx11_abi", std::to_string(_GLIBCXX_USE_CXX11_ABI));
+  return config;
+}
+
+}  // namespace
+
+TORCH_LIBRARY(warp_perspective, m) {
+  // The fake (meta) kernels are Python functions in warp_perspective.ops; a
+  // process that loaded only this library is told to import that module
+  // when torch.compile or torch.export needs them.
+  m.set_python_module("warp_perspective.ops");
+  m.def(
+      "warp_perspective(Tensor image, Tensor warp, SymInt[]? dsize=None, "
+      "str interpolation=\"bilinear\", str padding_mode=\"zeros\") -> Tensor",
+      {at::Tag::pt2_compliant_tag});
+  // The adjoint of the forward's sampling, a linear map of grad_output:
+  // scatters each output pixel's gradient to the taps it was read from.
+  m.def(
+      "warp_perspective_backward(Tensor grad_output, Tensor warp, "
+      "SymInt[] image_size, str interpolation, str padding_mode) -> Tensor",
+      {at::Tag::pt2_compliant_tag});
+  // The built-in CPU kernel whatever the build's backend, so that tests and
+  // benchmarks reach both backends from one build. Not part of the API.
+  m.def(
+      "_warp_perspective_builtin(Tensor image, Tensor warp, SymInt[]? "
+      "dsize=None, str interpolation=\"bilinear\", str "
+      "padding_mode=\"zeros\") -> Tensor");
+  // What this library was built with: cpu_backend, opencv, cuda, cxx11_abi,
+  // and the CPU loops it runs here (cpu_geometry).
+  m.def("_build_config() -> Dict(str, str)", &build_config);
+}

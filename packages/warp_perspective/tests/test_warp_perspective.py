@@ -1,0 +1,800 @@
+"""warp_perspective against a plain-PyTorch reference written from the math, and against
+cv2.warpPerspective (opencv-python-headless) as the oracle of the convention.
+
+Tolerances against cv2, and where they come from
+------------------------------------------------
+OpenCV up to 4.10, and every OpenCV for float64 images, samples bilinearly at source
+coordinates rounded to 1/32 pixel (INTER_BITS = 5): each coordinate moves by at most 1/64
+pixel, and the slope of a bilinear interpolant along an axis is at most the largest
+difference between neighbouring pixels, at most the image's value range R. So
+
+    |ours - cv2| <= (1/64 + 1/64) * R = R / 32          (plus one count for uint8)
+
+when either side rounds. Since 4.11 (opencv/opencv#26271) cv2 samples float32 and uint8
+images at unrounded float32 coordinates, which moves a coordinate by ~1e-5 pixel on these
+test images: |ours - cv2| <= 1e-4 R for float32 and one count for uint8. Our built-in and
+CUDA kernels never round coordinates (double precision, like the reference); the OpenCV
+backend rounds as its OpenCV does (Debian's 4.6 does). Nearest sampling computes the
+coordinate in double and rounds half to even everywhere, so it must agree exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from packaging.version import Version
+from torch.testing import assert_close
+
+import warp_perspective
+from warp_perspective import warp_perspective as warp
+
+cv2 = pytest.importorskip("cv2")
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+MODES = list(itertools.product(["bilinear", "nearest"], ["zeros", "border"]))
+MODE_IDS = [f"{i}-{p}" for i, p in MODES]
+DTYPES = [torch.float32, torch.float64, torch.uint8]
+CV2_ROUNDS_FLOAT32 = Version(cv2.__version__.split("-")[0]) < Version("4.11")
+OPS = {
+    "public": torch.ops.warp_perspective.warp_perspective.default,
+    "builtin": torch.ops.warp_perspective._warp_perspective_builtin.default,
+}
+
+
+# ---- the reference, written from the math ----------------------------------------------
+
+
+def reference(
+    image: torch.Tensor,
+    matrix: torch.Tensor,
+    dsize: tuple[int, int] | None = None,
+    interpolation: str = "bilinear",
+    padding_mode: str = "zeros",
+) -> torch.Tensor:
+    """Destination pixel (x, y) samples the source at M^-1 (x, y, 1) (pixel centres at
+    integers, w = 0 mapped to (0, 0) as OpenCV does); bilinear weights from the fractional
+    parts, taps outside the image read 0 ("zeros") or the nearest edge pixel ("border");
+    nearest rounds half to even. In float64, rounded once to the image's dtype."""
+    squeeze = image.dim()
+    x = image.double().cpu()
+    if squeeze == 2:
+        x = x[None, None]
+    elif squeeze == 3:
+        x = x[None]
+    b, c, h, w = x.shape
+    out_h, out_w = dsize if dsize is not None else (h, w)
+    mats = matrix.double().cpu().reshape(-1, 3, 3).expand(b, 3, 3)
+    ys, xs = torch.meshgrid(
+        torch.arange(out_h, dtype=torch.float64),
+        torch.arange(out_w, dtype=torch.float64),
+        indexing="ij",
+    )
+    result = torch.zeros(b, c, out_h, out_w, dtype=torch.float64)
+    for i in range(b):
+        inv = torch.linalg.inv(mats[i])
+        den = inv[2, 0] * xs + inv[2, 1] * ys + inv[2, 2]
+        den = torch.where(den != 0, 1 / den, torch.zeros_like(den))
+        sx = (inv[0, 0] * xs + inv[0, 1] * ys + inv[0, 2]) * den
+        sy = (inv[1, 0] * xs + inv[1, 1] * ys + inv[1, 2]) * den
+
+        def tap(ix, iy, weight, i=i):
+            inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
+            if padding_mode == "border":
+                ix, iy, inside = ix.clamp(0, w - 1), iy.clamp(0, h - 1), torch.ones_like(inside)
+            values = x[i][:, iy.clamp(0, h - 1), ix.clamp(0, w - 1)]
+            return torch.where(inside, weight * values, torch.zeros_like(values))
+
+        if interpolation == "nearest":
+            result[i] = tap(torch.round(sx).long(), torch.round(sy).long(), 1.0)
+        else:
+            fx, fy = torch.floor(sx), torch.floor(sy)
+            ax, ay = sx - fx, sy - fy
+            x0, y0 = fx.long(), fy.long()
+            result[i] = (
+                tap(x0, y0, (1 - ax) * (1 - ay))
+                + tap(x0 + 1, y0, ax * (1 - ay))
+                + tap(x0, y0 + 1, (1 - ax) * ay)
+                + tap(x0 + 1, y0 + 1, ax * ay)
+            )
+    if image.dtype == torch.uint8:
+        result = torch.floor(result + 0.5).clamp(0, 255)
+    result = result.to(image.dtype)
+    if squeeze == 2:
+        return result[0, 0]
+    return result[0] if squeeze == 3 else result
+
+
+def reference_tolerance(dtype: torch.dtype) -> dict[str, float]:
+    # float32: weights in float32, four products summed: a few ulp of the range.
+    # uint8: the float32 sum can land on the other side of .5 from the float64 one.
+    return {
+        torch.float64: {"atol": 1e-10, "rtol": 0},
+        torch.float32: {"atol": 2e-6, "rtol": 0},
+        torch.uint8: {"atol": 1, "rtol": 0},
+    }[dtype]
+
+
+# ---- inputs ---------------------------------------------------------------------------
+
+
+def random_homography(generator: torch.Generator, scale: float = 1.0) -> torch.Tensor:
+    """Near identity: 5% linear distortion, a few pixels of shift, mild perspective."""
+    m = torch.eye(3, dtype=torch.float64)
+    m[:2, :2] += 0.05 * scale * torch.randn(2, 2, generator=generator, dtype=torch.float64)
+    m[:2, 2] = 4 * scale * torch.randn(2, generator=generator, dtype=torch.float64)
+    m[2, :2] = 1e-3 * scale * torch.randn(2, generator=generator, dtype=torch.float64)
+    return m
+
+
+def random_image(shape, dtype, generator, device="cpu") -> torch.Tensor:
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8).to(device)
+    return torch.rand(shape, generator=generator, dtype=torch.float64).to(device, dtype)
+
+
+def warp_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.uint8 else dtype
+
+
+def value_range(dtype: torch.dtype) -> float:
+    return 255.0 if dtype == torch.uint8 else 1.0
+
+
+def cv2_warp(plane: torch.Tensor, matrix: torch.Tensor, dsize, interpolation, padding_mode):
+    flags = cv2.INTER_LINEAR if interpolation == "bilinear" else cv2.INTER_NEAREST
+    border = cv2.BORDER_CONSTANT if padding_mode == "zeros" else cv2.BORDER_REPLICATE
+    out = cv2.warpPerspective(
+        plane.cpu().numpy(),
+        matrix.double().cpu().numpy(),
+        (dsize[1], dsize[0]),
+        flags=flags,
+        borderMode=border,
+        borderValue=0,
+    )
+    return torch.from_numpy(out)
+
+
+def oracle(image, matrices, dsize, interpolation, padding_mode) -> torch.Tensor:
+    """cv2.warpPerspective on every (image, channel) plane of a (B, C, H, W) batch."""
+    return torch.stack(
+        [
+            torch.stack(
+                [cv2_warp(plane, matrices[b], dsize, interpolation, padding_mode) for plane in img]
+            )
+            for b, img in enumerate(image)
+        ]
+    )
+
+
+def check_against_oracle(ours, expected, dtype, interpolation, rounds: bool) -> None:
+    r = value_range(dtype)
+    diff = (ours.double().cpu() - expected.double()).abs()
+    if interpolation == "nearest":
+        assert diff.max().item() == 0, "nearest sampling must pick the pixels cv2 picks"
+        return
+    if rounds:
+        bound = r / 32 + (1 if dtype == torch.uint8 else 1e-6)
+        assert diff.max().item() <= bound, (diff.max().item(), bound)
+        # The rounding error averages a quarter of its bound or less on noise images.
+        assert diff.mean().item() <= r / 128
+    else:
+        bound = 1.0 if dtype == torch.uint8 else 1e-4 * r
+        assert diff.max().item() <= bound, (diff.max().item(), bound)
+
+
+def rounds_coordinates(kind: str, device: str, dtype: torch.dtype) -> bool:
+    """Whether ours or cv2 rounds source coordinates to 1/32 pixel in this comparison."""
+    cv2_rounds = dtype == torch.float64 or CV2_ROUNDS_FLOAT32
+    ours_rounds = (
+        kind == "public"
+        and device == "cpu"
+        and warp_perspective.backend() == "opencv"
+        and dtype != torch.float64
+    )
+    return cv2_rounds or ours_rounds
+
+
+# ---- against cv2 --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_matches_cv2(device, kind, dtype, interpolation, padding_mode):
+    if kind == "builtin" and device == "cuda":
+        pytest.skip("the built-in kernel is a CPU kernel")
+    g = torch.Generator().manual_seed(1234)
+    for trial in range(6):
+        b, c = 2, 3
+        h, w = 37 + 7 * trial, 53 - 3 * trial
+        dsize = (h + trial - 3, w + 5)
+        image = random_image((b, c, h, w), dtype, g, device)
+        matrices = torch.stack([random_homography(g) for _ in range(b)])
+        ours = OPS[kind](
+            image, matrices.to(device, warp_dtype(dtype)), dsize, interpolation, padding_mode
+        )
+        assert ours.shape == (b, c, *dsize) and ours.dtype == dtype
+        expected = oracle(image.cpu(), matrices, dsize, interpolation, padding_mode)
+        check_against_oracle(
+            ours, expected, dtype, interpolation, rounds_coordinates(kind, device, dtype)
+        )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+def test_nearest_rounds_half_to_even_like_cv2(device, padding_mode):
+    # A half-pixel shift puts every source coordinate exactly on .5.
+    image = torch.arange(48, dtype=torch.float32).reshape(6, 8)
+    shift = torch.tensor([[1.0, 0, 0.5], [0, 1, -0.5], [0, 0, 1]])
+    ours = warp(image.to(device), shift.to(device), None, "nearest", padding_mode)
+    expected = cv2_warp(image, shift, (6, 8), "nearest", padding_mode)
+    assert torch.equal(ours.cpu(), expected)
+    assert torch.equal(ours.cpu(), reference(image, shift, None, "nearest", padding_mode))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_zero_homogeneous_coordinate_samples_the_origin_like_cv2(
+    device, interpolation, padding_mode
+):
+    # M^-1 = [[1,0,0],[0,1,0],[1,0,-5]]: w = x - 5 is 0 on column 5, which OpenCV maps to
+    # source (0, 0) instead of infinity.
+    inv = torch.tensor([[1.0, 0, 0], [0, 1, 0], [1, 0, -5]], dtype=torch.float64)
+    matrix = torch.linalg.inv(inv)
+    g = torch.Generator().manual_seed(3)
+    image = random_image((9, 11), torch.float64, g)
+    ours = warp(image.to(device), matrix.to(device), None, interpolation, padding_mode)
+    assert_close(ours[:, 5].cpu(), image[0, 0].expand(9))
+    assert_close(ours.cpu(), reference(image, matrix, None, interpolation, padding_mode))
+
+
+# ---- against the reference ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_matches_reference(device, kind, dtype, interpolation, padding_mode):
+    if kind == "builtin" and device == "cuda":
+        pytest.skip("the built-in kernel is a CPU kernel")
+    opencv_rounds = kind == "public" and device == "cpu" and dtype != torch.float64
+    if opencv_rounds and warp_perspective.backend() == "opencv" and interpolation == "bilinear":
+        pytest.skip("the OpenCV backend rounds coordinates; covered by test_matches_cv2")
+    g = torch.Generator().manual_seed(99)
+    # Larger distortions than the cv2 tests: many pixels sample outside the image.
+    for trial in range(4):
+        image = random_image((2, 2, 23, 31), dtype, g, device)
+        matrices = torch.stack([random_homography(g, scale=3.0) for _ in range(2)])
+        dsize = (19 + 5 * trial, 40 - 4 * trial)
+        ours = OPS[kind](
+            image, matrices.to(device, warp_dtype(dtype)), dsize, interpolation, padding_mode
+        )
+        expected = reference(image, matrices, dsize, interpolation, padding_mode)
+        assert_close(ours.cpu(), expected, **reference_tolerance(dtype))
+
+
+_PORTABLE_SCRIPT = """
+import itertools, sys, torch, warp_perspective
+outs = {}
+for dtype, interpolation, padding_mode in itertools.product(
+    (torch.float32, torch.float64, torch.uint8), ("bilinear", "nearest"), ("zeros", "border")
+):
+    g = torch.Generator().manual_seed(5)
+    if dtype == torch.uint8:
+        image = torch.randint(0, 256, (2, 3, 45, 67), generator=g, dtype=dtype)
+    else:
+        image = torch.rand(2, 3, 45, 67, generator=g, dtype=torch.float64).to(dtype)
+    m = torch.eye(3, dtype=torch.float64).repeat(2, 1, 1)
+    m[:, :2, :2] += 0.1 * torch.randn(2, 2, 2, generator=g, dtype=torch.float64)
+    m[:, :2, 2] = 6 * torch.randn(2, 2, generator=g, dtype=torch.float64)
+    m[:, 2, :2] = 2e-3 * torch.randn(2, 2, generator=g, dtype=torch.float64)
+    m = m.to(torch.float64 if dtype == torch.uint8 else dtype)
+    outs[(str(dtype), interpolation, padding_mode)] = (
+        torch.ops.warp_perspective._warp_perspective_builtin(
+            image, m, (41, 77), interpolation, padding_mode
+        )
+    )
+outs["cpu_geometry"] = warp_perspective.build_config()["cpu_geometry"]
+torch.save(outs, sys.argv[1])
+"""
+
+
+def test_portable_loops_match_avx2(tmp_path):
+    """The built-in kernel has AVX2 geometry and portable loops (for CPUs without AVX2);
+    WARP_PERSPECTIVE_NO_AVX2=1 forces the portable ones, in a subprocess."""
+    results = []
+    for flag in ("0", "1"):
+        path = tmp_path / f"out{flag}.pt"
+        env = {**os.environ, "WARP_PERSPECTIVE_NO_AVX2": flag}
+        subprocess.run([sys.executable, "-c", _PORTABLE_SCRIPT, str(path)], check=True, env=env)
+        results.append(torch.load(path))
+    if results[0].pop("cpu_geometry") != "avx2":
+        pytest.skip("this CPU has no AVX2: the portable loops are the only ones")
+    assert results[1].pop("cpu_geometry") == "portable"
+    assert len(results[0]) == 12
+    for key, avx2 in results[0].items():
+        tol = {"atol": 1, "rtol": 0} if key[0] == "torch.uint8" else {"atol": 1e-5, "rtol": 0}
+        assert_close(avx2, results[1][key], **tol, msg=lambda m, key=key: f"{key}: {m}")
+
+
+# ---- layouts, shapes, sharing ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_layouts_agree(device):
+    g = torch.Generator().manual_seed(7)
+    image = random_image((3, 20, 24), torch.float32, g, device)
+    m = random_homography(g).to(device, torch.float32)
+    batched = warp(image[None], m[None], [18, 30])
+    assert batched.shape == (1, 3, 18, 30)
+    chw = warp(image, m, [18, 30])
+    assert chw.shape == (3, 18, 30)
+    hw = warp(image[1], m, [18, 30])
+    assert hw.shape == (18, 30)
+    assert torch.equal(chw, batched[0])
+    assert torch.equal(hw, batched[0, 1])
+    # An unbatched image takes a (1, 3, 3) warp too.
+    assert torch.equal(warp(image, m[None], [18, 30]), chw)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["public", "builtin"])
+def test_one_matrix_per_image_and_shared(device, kind):
+    if kind == "builtin" and device == "cuda":
+        pytest.skip("the built-in kernel is a CPU kernel")
+    g = torch.Generator().manual_seed(8)
+    images = random_image((4, 2, 16, 16), torch.float32, g, device)
+    mats = torch.stack([random_homography(g) for _ in range(4)]).to(device, torch.float32)
+    per_image = OPS[kind](images, mats, None, "bilinear", "zeros")
+    for i in range(4):
+        assert torch.equal(per_image[i], OPS[kind](images[i], mats[i], None, "bilinear", "zeros"))
+    shared = OPS[kind](images, mats[1], None, "bilinear", "zeros")
+    assert torch.equal(
+        shared, OPS[kind](images, mats[1].expand(4, 3, 3), None, "bilinear", "zeros")
+    )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_identity_and_integer_shift_are_exact(device, dtype, interpolation, padding_mode):
+    g = torch.Generator().manual_seed(9)
+    image = random_image((2, 13, 17), dtype, g, device)
+    eye = torch.eye(3, dtype=warp_dtype(dtype), device=device)
+    assert torch.equal(warp(image, eye, None, interpolation, padding_mode), image)
+    shift = eye.clone()
+    shift[0, 2], shift[1, 2] = 3, -2  # source (x, y) lands on (x + 3, y - 2)
+    out = warp(image, shift, None, interpolation, padding_mode)
+    assert torch.equal(out[:, :-2, 3:], image[:, 2:, :-3])
+    if padding_mode == "zeros":
+        assert (out[:, :, :3] == 0).all() and (out[:, -2:, :] == 0).all()
+    else:
+        assert torch.equal(out[:, :-2, :3], image[:, 2:, :1].expand(-1, -1, 3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("layout", ["channels_last", "transposed", "sliced", "expanded"], ids=str)
+def test_any_strides(device, kind, layout):
+    if kind == "builtin" and device == "cuda":
+        pytest.skip("the built-in kernel is a CPU kernel")
+    g = torch.Generator().manual_seed(10)
+    base = random_image((2, 3, 21, 26), torch.float32, g, device)
+    if layout == "channels_last":
+        image = base.to(memory_format=torch.channels_last)
+    elif layout == "transposed":
+        image = base.transpose(-1, -2).contiguous().transpose(-1, -2)
+    elif layout == "sliced":
+        image = random_image((2, 5, 30, 40), torch.float32, g, device)[:, 1:4, 3:24, 5:31]
+    else:
+        image = base[:1].expand(2, 3, 21, 26)
+    assert not image.is_contiguous()
+    m = random_homography(g).to(device, torch.float32)
+    for interpolation, padding_mode in MODES:
+        out = OPS[kind](image, m, (19, 28), interpolation, padding_mode)
+        assert out.is_contiguous()
+        assert torch.equal(
+            out, OPS[kind](image.contiguous(), m, (19, 28), interpolation, padding_mode)
+        )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_empty_batch_and_channels(device):
+    m = torch.eye(3, device=device)
+    assert warp(torch.rand(0, 3, 5, 5, device=device), m, [4, 6]).shape == (0, 3, 4, 6)
+    assert warp(torch.rand(2, 0, 5, 5, device=device), m, [4, 6]).shape == (2, 0, 4, 6)
+    out = warp(torch.rand(1, 1, 1, 1, device=device), m, [3, 3], "bilinear", "border")
+    assert out.shape == (1, 1, 3, 3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
+def test_non_finite_pixels_stay_out_of_zero_padding(device, kind, interpolation):
+    """A tap outside the image contributes exactly 0, even where a kernel reads a stand-in
+    element: inf or NaN at (0, 0) must not leak into pixels that sample outside."""
+    if kind == "builtin" and device == "cuda":
+        pytest.skip("the built-in kernel is a CPU kernel")
+    image = torch.ones(1, 1, 16, 16, device=device)
+    image[..., 0, 0] = float("inf")
+    image[..., 0, 1] = float("nan")
+    shift = torch.tensor([[1.0, 0, 20.5], [0, 1, 20.5], [0, 0, 1]], device=device)
+    out = OPS[kind](image, shift, None, interpolation, "zeros")
+    assert torch.equal(out, torch.zeros_like(out))
+
+
+@pytest.mark.parametrize("kind", ["public", "builtin"])
+def test_result_does_not_depend_on_thread_count(kind):
+    g = torch.Generator().manual_seed(11)
+    image = random_image((1, 2, 300, 80), torch.float32, g)
+    m = random_homography(g).float()
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = OPS[kind](image, m, None, "bilinear", "zeros")
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, OPS[kind](image, m, None, "bilinear", "zeros"))
+
+
+def test_backend_reports_the_build():
+    assert warp_perspective.backend() in ("opencv", "builtin")
+    assert warp_perspective.backend() == warp_perspective.BUILD_INFO["backend"]
+    config = warp_perspective.build_config()
+    assert config["cxx11_abi"] == str(int(torch._C._GLIBCXX_USE_CXX11_ABI))
+    assert (config["opencv"] != "") == (warp_perspective.backend() == "opencv")
+    assert os.path.isfile(warp_perspective.library_path())
+
+
+def test_library_does_not_need_libpython():
+    """The library is loaded by a C++ program: it must not reference the Python C API."""
+    nm = subprocess.run(
+        ["nm", "-D", "--undefined-only", warp_perspective.library_path()],
+        capture_output=True,
+        text=True,
+    )
+    if nm.returncode != 0:
+        pytest.skip(f"nm unavailable: {nm.stderr.strip()}")
+    python_symbols = [line for line in nm.stdout.splitlines() if " Py" in line or "_Py" in line]
+    assert python_symbols == []
+    ldd = subprocess.run(["ldd", warp_perspective.library_path()], capture_output=True, text=True)
+    assert "libtorch_python" not in ldd.stdout
+    # A C++ program that links the library finds torch's libraries through its RUNPATH.
+    readelf = subprocess.run(
+        ["readelf", "-d", warp_perspective.library_path()], capture_output=True, text=True
+    )
+    if readelf.returncode == 0:
+        assert "$ORIGIN/../torch/lib" in readelf.stdout
+
+
+# ---- autograd -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_gradcheck_float64(device, interpolation, padding_mode):
+    g = torch.Generator().manual_seed(12)
+    image = random_image((2, 2, 7, 9), torch.float64, g, device).requires_grad_()
+    mats = torch.stack([random_homography(g, scale=0.5) for _ in range(2)]).to(device)
+
+    def fn(x):
+        return warp(x, mats, [6, 10], interpolation, padding_mode)
+
+    # The CUDA backward adds with atomics: its summation order, hence the last bits, vary
+    # between calls, which gradcheck treats as non-reentrant unless told how much.
+    nondet_tol = 1e-12 if device == "cuda" else 0.0
+    assert torch.autograd.gradcheck(fn, (image,), nondet_tol=nondet_tol)
+    assert torch.autograd.gradgradcheck(fn, (image,), nondet_tol=nondet_tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_backward_is_the_adjoint(device, dtype, interpolation, padding_mode):
+    """<warp(x), y> == <x, warp_backward(y)>: the gradient is the adjoint of the sampling."""
+    g = torch.Generator().manual_seed(13)
+    x = random_image((3, 2, 30, 25), dtype, g, device)
+    y = random_image((3, 2, 33, 21), dtype, g, device)
+    mats = torch.stack([random_homography(g, scale=2.0) for _ in range(3)]).to(device, dtype)
+    forward = torch.ops.warp_perspective._warp_perspective_builtin if device == "cpu" else None
+    forward = forward or torch.ops.warp_perspective.warp_perspective
+    lhs = (forward(x, mats, (33, 21), interpolation, padding_mode).double() * y.double()).sum()
+    back = torch.ops.warp_perspective.warp_perspective_backward(
+        y, mats, list(x.shape), interpolation, padding_mode
+    )
+    rhs = (x.double() * back.double()).sum()
+    assert_close(lhs, rhs, rtol=1e-5 if dtype == torch.float32 else 1e-12, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradient_matches_reference_autograd(device):
+    """Against autograd through the plain-PyTorch reference (same sampling, float64)."""
+    g = torch.Generator().manual_seed(14)
+    image = random_image((2, 3, 12, 15), torch.float64, g)
+    mats = torch.stack([random_homography(g, scale=2.0) for _ in range(2)])
+    grad = torch.randn(2, 3, 10, 17, generator=g, dtype=torch.float64)
+    for interpolation, padding_mode in MODES:
+        ours_in = image.clone().to(device).requires_grad_()
+        warp(ours_in, mats.to(device), [10, 17], interpolation, padding_mode).backward(
+            grad.to(device)
+        )
+        ref_in = image.clone().requires_grad_()
+        reference(ref_in, mats, (10, 17), interpolation, padding_mode).backward(grad)
+        assert_close(ours_in.grad.cpu(), ref_in.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradient_with_respect_to_warp_is_refused(device):
+    image = torch.rand(1, 1, 5, 5, device=device, requires_grad=True)
+    m = torch.eye(3, device=device, requires_grad=True)
+    out = warp(image, m)
+    with pytest.raises(RuntimeError, match="gradient with respect to warp is not supported"):
+        out.sum().backward()
+    # A detached warp is fine, and only the image gets a gradient.
+    warp(image, m.detach()).sum().backward()
+    assert image.grad is not None and m.grad is None
+
+
+def test_uint8_has_no_gradient_and_no_graph():
+    image = torch.randint(0, 255, (3, 8, 8), dtype=torch.uint8)
+    out = warp(image, torch.eye(3))
+    assert out.dtype == torch.uint8 and not out.requires_grad
+
+
+# ---- opcheck, compile, export ---------------------------------------------------------------
+
+
+def _samples(device):
+    g = torch.Generator().manual_seed(15)
+    m = random_homography(g).to(device, torch.float32)
+    mats64 = torch.stack([random_homography(g) for _ in range(2)]).to(device)
+    return [
+        ((torch.rand(2, 3, 9, 11, device=device), m), {}),
+        ((torch.rand(3, 9, 11, device=device), m), {"dsize": [7, 13]}),
+        (
+            (
+                torch.rand(2, 1, 9, 11, device=device, dtype=torch.float64, requires_grad=True),
+                mats64,
+            ),
+            {"interpolation": "nearest", "padding_mode": "border"},
+        ),
+        (
+            (torch.rand(9, 11, device=device, requires_grad=True), m),
+            {"dsize": [5, 6], "padding_mode": "border"},
+        ),
+        ((torch.randint(0, 255, (1, 2, 6, 6), dtype=torch.uint8, device=device), m.double()), {}),
+        ((torch.rand(2, 3, 12, 10, device=device).transpose(-1, -2), m), {}),
+    ]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    for args, kwargs in _samples(device):
+        torch.library.opcheck(torch.ops.warp_perspective.warp_perspective.default, args, kwargs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_backward(device):
+    g = torch.Generator().manual_seed(16)
+    m = random_homography(g).to(device)
+    grad = torch.rand(2, 3, 7, 8, device=device, dtype=torch.float64, requires_grad=True)
+    for interpolation, padding_mode in MODES:
+        torch.library.opcheck(
+            torch.ops.warp_perspective.warp_perspective_backward.default,
+            (grad, m, [2, 3, 9, 6], interpolation, padding_mode),
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_fullgraph(device):
+    g = torch.Generator().manual_seed(17)
+    mats = torch.stack([random_homography(g) for _ in range(2)]).to(device, torch.float32)
+
+    def fn(x, m):
+        return torch.sigmoid(warp(x * 2, m, [x.shape[-2] + 2, x.shape[-1]], "bilinear", "border"))
+
+    compiled = torch.compile(fn, fullgraph=True, dynamic=True)
+    for h, w in ((12, 16), (15, 9)):
+        x = torch.rand(2, 3, h, w, device=device, requires_grad=True)
+        out = compiled(x, mats)
+        expected_in = x.detach().clone().requires_grad_()
+        expected = fn(expected_in, mats)
+        assert_close(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+        assert_close(x.grad, expected_in.grad)
+
+
+@pytest.mark.slow
+def test_torch_export_and_run():
+    class Module(torch.nn.Module):
+        def forward(self, x, m):
+            return warp(x, m, [20, 24], "nearest", "zeros") + 1
+
+    g = torch.Generator().manual_seed(18)
+    x, m = torch.rand(2, 3, 16, 16), random_homography(g).float()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    exported = torch.export.export(Module(), (x, m), dynamic_shapes=({0: batch}, None))
+    assert "warp_perspective.warp_perspective" in str(exported.graph)
+    x5 = torch.rand(5, 3, 16, 16)
+    assert_close(exported.module()(x5, m), Module()(x5, m))
+
+
+# ---- bad input: RuntimeError naming the problem, from C++ and from the fake kernel --------
+
+BAD_INPUTS = [
+    (lambda d: (torch.rand(5, device=d), torch.eye(3, device=d)), {}, r"\(H, W\), \(C, H, W\) or \(B, C, H, W\), got a 1-D tensor of shape \[5\]"),
+    (lambda d: (torch.rand(1, 1, 1, 4, 4, device=d), torch.eye(3, device=d)), {}, "got a 5-D tensor"),
+    (lambda d: (torch.rand(4, 4, device=d), torch.eye(2, device=d)), {}, r"warp must be a 3x3 matrix or a batch of them \(B, 3, 3\), got shape \[2, 2\]"),
+    (lambda d: (torch.rand(4, 4, device=d), torch.rand(1, 1, 3, 3, device=d)), {}, r"got shape \[1, 1, 3, 3\]"),
+    (lambda d: (torch.rand(2, 1, 4, 4, device=d), torch.eye(3, device=d).repeat(3, 1, 1)), {}, r"batch sizes differ: warp holds 3 matrices .* image has batch size 2"),
+    (lambda d: (torch.rand(1, 4, 4, device=d), torch.eye(3, device=d).repeat(2, 1, 1)), {}, "batch sizes differ: warp holds 2 matrices .* batch size 1"),
+    (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"dsize": [0, 5]}, r"dsize must be \(out_h, out_w\) with both positive, got \[0, 5\]"),
+    (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"dsize": [4, -1]}, r"got \[4, -1\]"),
+    (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"dsize": [4]}, r"got \[4\]"),
+    (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"interpolation": "cubic"}, 'interpolation must be "bilinear" or "nearest", got "cubic"'),
+    (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"padding_mode": "reflect"}, 'padding_mode must be "zeros" or "border", got "reflect"'),
+    (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d, dtype=torch.float64)), {}, "image and warp must have the same dtype, got image Float and warp Double"),
+    (lambda d: (torch.randint(0, 9, (4, 4), device=d, dtype=torch.uint8), torch.eye(3, device=d, dtype=torch.float16)), {}, "warp must be float32 or float64 for a uint8 image, got Half"),
+    (lambda d: (torch.ones(4, 4, device=d, dtype=torch.int64), torch.eye(3, device=d)), {}, "image dtype must be float32, float64 or uint8, got Long"),
+    (lambda d: (torch.ones(4, 4, device=d, dtype=torch.float16), torch.eye(3, device=d, dtype=torch.float16)), {}, "got Half"),
+    (lambda d: (torch.rand(3, 0, 4, device=d), torch.eye(3, device=d)), {}, r"at least one pixel, got shape \[3, 0, 4\]"),
+]  # fmt: skip
+BAD_IDS = [
+    "1-D", "5-D", "warp-2x2", "warp-4-D", "batch-3-vs-2", "batch-unbatched-image", "dsize-0",
+    "dsize-negative", "dsize-length", "interpolation", "padding", "dtype-mixed", "warp-half",
+    "image-int64", "image-half", "no-pixels",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta", pytest.param("cuda", marks=pytest.mark.cuda)])
+@pytest.mark.parametrize(("make", "kwargs", "message"), BAD_INPUTS, ids=BAD_IDS)
+def test_bad_inputs(device, make, kwargs, message):
+    # meta tensors run the fake kernel (ops.py), which must say the same as the C++ checks.
+    image, m = make(device)
+    with pytest.raises(RuntimeError, match=message):
+        warp(image, m, **kwargs)
+
+
+def test_bad_inputs_under_fake_tensor_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(), pytest.raises(RuntimeError, match="batch sizes differ"):
+        warp(torch.rand(2, 1, 4, 4), torch.rand(3, 3, 3))
+
+
+def test_mixed_devices():
+    with pytest.raises(
+        RuntimeError,
+        match="image and warp must be on the same device, got image on cpu and warp on meta",
+    ):
+        warp(torch.rand(4, 4), torch.eye(3, device="meta"))
+
+
+@pytest.mark.cuda
+def test_mixed_devices_cuda():
+    with pytest.raises(RuntimeError, match="got image on cuda:0 and warp on cpu"):
+        warp(torch.rand(4, 4, device="cuda"), torch.eye(3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        ([[1.0, 2, 3], [2, 4, 6], [0, 0, 1]], r"warp matrix 0 is singular .*\[\[1, 2, 3\], \[2, 4, 6\], \[0, 0, 1\]\]"),
+        ([[0.0, 0, 0], [0, 1, 0], [0, 0, 1]], "warp matrix 0 is singular"),
+        ([[1.0, 0, float("nan")], [0, 1, 0], [0, 0, 1]], "warp matrix 0 has a non-finite entry"),
+        ([[1.0, 0, 0], [0, float("inf"), 0], [0, 0, 1]], "warp matrix 0 has a non-finite entry"),
+    ],
+    ids=["dependent-rows", "zero-row", "nan", "inf"],
+)  # fmt: skip
+def test_singular_or_non_finite_warp(device, matrix, message):
+    m = torch.tensor(matrix, device=device)
+    with pytest.raises(RuntimeError, match=message):
+        warp(torch.rand(2, 1, 4, 4, device=device), m)
+    # The index names the offending matrix of a batch.
+    batch = torch.stack([torch.eye(3, device=device), m])
+    with pytest.raises(RuntimeError, match=message.replace("matrix 0", "matrix 1")):
+        warp(torch.rand(2, 1, 4, 4, device=device), batch)
+
+
+def test_strong_but_valid_zoom_is_not_singular():
+    # Scale-invariant test: a 1e-4 zoom has a tiny determinant but independent rows.
+    zoom = torch.diag(torch.tensor([1e-4, 1e-4, 1.0], dtype=torch.float64))
+    out = warp(torch.rand(8, 8, dtype=torch.float64), zoom)
+    assert out.shape == (8, 8)
+
+
+def test_backward_bad_inputs():
+    bw = torch.ops.warp_perspective.warp_perspective_backward
+    with pytest.raises(RuntimeError, match=r"image_size \[3, 5, 5\] does not fit grad_output"):
+        bw(torch.rand(2, 5, 5), torch.eye(3), [3, 5, 5], "bilinear", "zeros")
+    with pytest.raises(RuntimeError, match=r"image_size \[5, 5\] does not fit grad_output"):
+        bw(torch.rand(2, 5, 5), torch.eye(3), [5, 5], "bilinear", "zeros")
+    with pytest.raises(RuntimeError, match="grad_output dtype must be float32 or float64"):
+        bw(torch.ones(5, 5, dtype=torch.uint8), torch.eye(3), [5, 5], "bilinear", "zeros")
+
+
+# ---- CUDA ------------------------------------------------------------------------------------
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_cuda_matches_builtin_cpu(dtype, interpolation, padding_mode):
+    g = torch.Generator().manual_seed(19)
+    image = random_image((3, 4, 70, 90), dtype, g)
+    mats = torch.stack([random_homography(g, scale=2.0) for _ in range(3)]).to(warp_dtype(dtype))
+    cpu = torch.ops.warp_perspective._warp_perspective_builtin(
+        image, mats, (64, 100), interpolation, padding_mode
+    )
+    cuda = warp(image.cuda(), mats.cuda(), [64, 100], interpolation, padding_mode)
+    tol = {"atol": 1, "rtol": 0} if dtype == torch.uint8 else {"atol": 2e-6, "rtol": 0}
+    assert_close(cuda.cpu(), cpu, **tol)
+
+
+@pytest.mark.cuda
+def test_cuda_batch_larger_than_grid_z():
+    image = torch.rand(70_000, 1, 2, 3, device="cuda")
+    shift = torch.tensor([[1.0, 0, 1], [0, 1, 0], [0, 0, 1]], device="cuda")
+    out = warp(image, shift.expand(70_000, 3, 3))
+    assert torch.equal(out[:, :, :, 1:], image[:, :, :, :-1])
+    assert (out[:, :, :, 0] == 0).all()
+
+
+@pytest.mark.cuda
+def test_cuda_backward_alerts_nondeterminism():
+    image = torch.rand(1, 1, 8, 8, device="cuda", requires_grad=True)
+    out = warp(image, torch.eye(3, device="cuda"))
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(RuntimeError, match="warp_perspective_backward_cuda"):
+            out.sum().backward()
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+@pytest.mark.cuda
+def test_cuda_stream_and_graph_capture():
+    g = torch.Generator().manual_seed(20)
+    x = random_image((2, 3, 32, 32), torch.float32, g, "cuda")
+    m = random_homography(g).float().cuda()
+    expected = warp(x, m)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        out = warp(x, m)
+    stream.synchronize()
+    assert torch.equal(out, expected)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = warp(x, m)
+    x2 = random_image((2, 3, 32, 32), torch.float32, g, "cuda")
+    x.copy_(x2)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, warp(x2, m))
+    # Under capture the host-side singularity check cannot run: a singular matrix then
+    # gives zeros, not an error.
+    singular = torch.zeros(3, 3, device="cuda")
+    graph2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph2):
+        zeros = warp(x, singular)
+    graph2.replay()
+    torch.cuda.synchronize()
+    assert (zeros == 0).all()
+
+
+@pytest.mark.cuda
+def test_cuda_second_device_if_present():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = torch.rand(1, 2, 8, 8, device="cuda:1")
+    assert torch.equal(warp(x, torch.eye(3, device="cuda:1")), x)

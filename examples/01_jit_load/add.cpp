@@ -1,9 +1,10 @@
 // z = 2x + y and its gradient, bound to Python with pybind11.
 //
 // Compiled just in time by torch.utils.cpp_extension.load() (see jit_load.py).
-// The headers are the three this file uses, not <torch/extension.h>: that one
-// pulls in the whole C++ frontend (torch::nn, torch::optim) and makes every
-// build of this file about three times slower (see examples/README.md).
+// The headers are the ones this file uses, not <torch/extension.h>: that one
+// pulls in the whole C++ frontend (torch::nn, torch::optim): a one-line op
+// takes 20.9 s to build with it on our 2-core machine, 7.0 s without (see
+// examples/README.md).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/mul.h>

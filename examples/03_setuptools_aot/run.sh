@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # setuptools ahead of time: build a wheel of a standalone package, install it, use it.
-# requires: ninja c++
+# requires: ninja c++ pip setuptools
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work="${EXAMPLE_WORKDIR:-$(mktemp -d)}"

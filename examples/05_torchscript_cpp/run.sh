@@ -3,6 +3,7 @@
 # AOTInductor package (torch.export), run from C++ programs built with CMake against the
 # installed torch and in a fresh Python process that loads only the op library; the
 # results of each format must be identical everywhere.
+# requires: warp_perspective cmake c++
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -186,6 +186,11 @@ def _warp_perspective_fake(
     return image.new_empty((*image.shape[:-2], out_h, out_w))
 
 
+# The built-in CPU kernel's op (tests and benchmarks reach it whatever the backend) has the
+# public op's checks and shapes.
+torch.library.register_fake("warp_perspective::_warp_perspective_builtin")(_warp_perspective_fake)
+
+
 @torch.library.register_fake("warp_perspective::warp_perspective_backward")
 def _warp_perspective_backward_fake(
     grad_output: torch.Tensor,

@@ -57,6 +57,18 @@ struct Geometry {
   index_t stride_h;
 };
 
+// One destination row of one image, every channel: what the row kernels that
+// keep the geometry in registers (sampling_avx512.h) work on.
+template <typename scalar_t>
+struct RowJob {
+  Geometry g;
+  const scalar_t* src;  // the image's channel 0
+  scalar_t* out;        // the row in the output's channel 0
+  int64_t channels;
+  int64_t src_stride_c;  // in elements
+  int64_t out_stride_c;
+};
+
 // Bilinear taps of one row. With zeros padding a tap outside the image gets
 // weight 0 and offset 0, and its bit in mask stays clear; with border padding
 // taps are clamped into the image and every bit is set.

@@ -325,32 +325,87 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
       }
       continue;
     }
-    __m512i ix0 = t.ix, iy0 = t.iy;
-    __m512i ix1 = _mm512_add_epi32(ix0, one), iy1 = _mm512_add_epi32(iy0, one);
+    // Near the border, or too wide or steep for the window above. The taps
+    // clamped into the image are what border padding reads; zeros padding
+    // reads them too and zeroes the outside ones (masks k).
+    const __m512i last_x = _mm512_sub_epi32(size_x, one);
+    const __m512i last_y = _mm512_sub_epi32(size_y, one);
+    const __m512i ix1 = _mm512_add_epi32(t.ix, one);
+    const __m512i iy1 = _mm512_add_epi32(t.iy, one);
     __mmask16 k00 = 0xFFFF, k01 = 0xFFFF, k10 = 0xFFFF, k11 = 0xFFFF;
-    if constexpr (kBorder) {
-      const __m512i last_x = _mm512_sub_epi32(size_x, one);
-      const __m512i last_y = _mm512_sub_epi32(size_y, one);
-      ix0 = clamp16(ix0, last_x);
-      ix1 = clamp16(ix1, last_x);
-      iy0 = clamp16(iy0, last_y);
-      iy1 = clamp16(iy1, last_y);
-    } else {
-      const __mmask16 vx0 = _mm512_cmplt_epu32_mask(ix0, size_x);
+    if constexpr (!kBorder) {
+      const __mmask16 vx0 = _mm512_cmplt_epu32_mask(t.ix, size_x);
       const __mmask16 vx1 = _mm512_cmplt_epu32_mask(ix1, size_x);
-      const __mmask16 vy0 = _mm512_cmplt_epu32_mask(iy0, size_y);
+      const __mmask16 vy0 = _mm512_cmplt_epu32_mask(t.iy, size_y);
       const __mmask16 vy1 = _mm512_cmplt_epu32_mask(iy1, size_y);
       k00 = vx0 & vy0;
       k01 = vx1 & vy0;
       k10 = vx0 & vy1;
       k11 = vx1 & vy1;
     }
+    const __m512i cx0 = clamp16(t.ix, last_x), cx1 = clamp16(ix1, last_x);
+    const __m512i cy0 = clamp16(t.iy, last_y), cy1 = clamp16(iy1, last_y);
+    if (loads) {
+      // The border's groups: the clamped taps within a window of 32 columns
+      // and three rows, where a pixel's two tap rows may be the same (clamped)
+      // and either may be any of the three.
+      const int xlo = _mm512_reduce_min_epi32(cx0);
+      const int ylo = _mm512_reduce_min_epi32(cy0);
+      if (_mm512_reduce_max_epi32(cx1) - xlo <= 31 &&
+          _mm512_reduce_max_epi32(cy1) - ylo <= 2) {
+        const int64_t base = std::min<int64_t>(xlo, g.src_w - 32);
+        const __m512i vbase = _mm512_set1_epi32(static_cast<int>(base));
+        const __m512i i0 = _mm512_sub_epi32(cx0, vbase);
+        const __m512i i1 = _mm512_sub_epi32(cx1, vbase);
+        const __m512i vylo = _mm512_set1_epi32(ylo);
+        const __m512i dt = _mm512_sub_epi32(cy0, vylo);
+        const __m512i db = _mm512_sub_epi32(cy1, vylo);
+        const __m512i two = _mm512_add_epi32(one, one);
+        const __mmask16 t1 = _mm512_cmpeq_epi32_mask(dt, one);
+        const __mmask16 t2 = _mm512_cmpeq_epi32_mask(dt, two);
+        const __mmask16 b1 = _mm512_cmpeq_epi32_mask(db, one);
+        const __mmask16 b2 = _mm512_cmpeq_epi32_mask(db, two);
+        const int64_t r0 = ylo * sh + base;
+        const int64_t r1 = std::min<int64_t>(ylo + 1, g.src_h - 1) * sh + base;
+        const int64_t r2 = std::min<int64_t>(ylo + 2, g.src_h - 1) * sh + base;
+        for (int64_t c = 0; c < job.channels; ++c) {
+          const scalar_t* plane = job.src + c * job.src_stride_c;
+          const __m512 a0 = load16(plane + r0), b0 = load16(plane + r0 + 16);
+          const __m512 a1 = load16(plane + r1), b1v = load16(plane + r1 + 16);
+          const __m512 a2 = load16(plane + r2), b2v = load16(plane + r2 + 16);
+          const __m512 p00 = _mm512_permutex2var_ps(a0, i0, b0);
+          const __m512 p01 = _mm512_permutex2var_ps(a0, i1, b0);
+          const __m512 p10 = _mm512_permutex2var_ps(a1, i0, b1v);
+          const __m512 p11 = _mm512_permutex2var_ps(a1, i1, b1v);
+          const __m512 p20 = _mm512_permutex2var_ps(a2, i0, b2v);
+          const __m512 p21 = _mm512_permutex2var_ps(a2, i1, b2v);
+          __m512 v00 =
+              _mm512_mask_blend_ps(t2, _mm512_mask_blend_ps(t1, p00, p10), p20);
+          __m512 v01 =
+              _mm512_mask_blend_ps(t2, _mm512_mask_blend_ps(t1, p01, p11), p21);
+          __m512 v10 =
+              _mm512_mask_blend_ps(b2, _mm512_mask_blend_ps(b1, p00, p10), p20);
+          __m512 v11 =
+              _mm512_mask_blend_ps(b2, _mm512_mask_blend_ps(b1, p01, p11), p21);
+          if constexpr (!kBorder) {
+            v00 = _mm512_maskz_mov_ps(k00, v00);
+            v01 = _mm512_maskz_mov_ps(k01, v01);
+            v10 = _mm512_maskz_mov_ps(k10, v10);
+            v11 = _mm512_maskz_mov_ps(k11, v11);
+          }
+          store16(out + c * job.out_stride_c,
+                  keep,
+                  blend_taps(t, v00, v01, v10, v11));
+        }
+        continue;
+      }
+    }
     const __m512i sw = _mm512_set1_epi32(g.stride_w);
     const __m512i shv = _mm512_set1_epi32(g.stride_h);
-    const __m512i r0 = _mm512_mullo_epi32(iy0, shv);
-    const __m512i r1 = _mm512_mullo_epi32(iy1, shv);
-    const __m512i c0 = _mm512_mullo_epi32(ix0, sw);
-    const __m512i c1 = _mm512_mullo_epi32(ix1, sw);
+    const __m512i r0 = _mm512_mullo_epi32(cy0, shv);
+    const __m512i r1 = _mm512_mullo_epi32(cy1, shv);
+    const __m512i c0 = _mm512_mullo_epi32(cx0, sw);
+    const __m512i c1 = _mm512_mullo_epi32(cx1, sw);
     const __m512i o00 = _mm512_add_epi32(r0, c0);
     const __m512i o01 = _mm512_add_epi32(r0, c1);
     const __m512i o10 = _mm512_add_epi32(r1, c0);
@@ -401,17 +456,44 @@ WP_AVX512 void nearest_row_avx512(const RowJob<scalar_t>& job) {
       }
       continue;
     }
+    // As in bilinear_row_avx512: the clamped tap, zeroed outside the image
+    // with zeros padding.
     __mmask16 valid = 0xFFFF;
-    if constexpr (kBorder) {
-      ix = clamp16(ix, _mm512_sub_epi32(size_x, one));
-      iy = clamp16(iy, _mm512_sub_epi32(size_y, one));
-    } else {
+    if constexpr (!kBorder) {
       valid = _mm512_cmplt_epu32_mask(ix, size_x) &
               _mm512_cmplt_epu32_mask(iy, size_y);
     }
+    const __m512i cx = clamp16(ix, _mm512_sub_epi32(size_x, one));
+    const __m512i cy = clamp16(iy, _mm512_sub_epi32(size_y, one));
+    if (loads) {
+      const int xlo = _mm512_reduce_min_epi32(cx);
+      const int ylo = _mm512_reduce_min_epi32(cy);
+      if (_mm512_reduce_max_epi32(cx) - xlo <= 31 &&
+          _mm512_reduce_max_epi32(cy) - ylo <= 1) {
+        const int64_t base = std::min<int64_t>(xlo, g.src_w - 32);
+        const __m512i index =
+            _mm512_sub_epi32(cx, _mm512_set1_epi32(static_cast<int>(base)));
+        const __mmask16 lower = _mm512_cmpeq_epi32_mask(
+            _mm512_sub_epi32(cy, _mm512_set1_epi32(ylo)), one);
+        const int64_t r0 = ylo * sh + base;
+        const int64_t r1 = std::min<int64_t>(ylo + 1, g.src_h - 1) * sh + base;
+        for (int64_t c = 0; c < job.channels; ++c) {
+          const scalar_t* plane = job.src + c * job.src_stride_c;
+          const __m512 p0 = _mm512_permutex2var_ps(
+              load16(plane + r0), index, load16(plane + r0 + 16));
+          const __m512 p1 = _mm512_permutex2var_ps(
+              load16(plane + r1), index, load16(plane + r1 + 16));
+          store16(
+              out + c * job.out_stride_c,
+              keep,
+              _mm512_maskz_mov_ps(valid, _mm512_mask_blend_ps(lower, p0, p1)));
+        }
+        continue;
+      }
+    }
     const __m512i off =
-        _mm512_add_epi32(_mm512_mullo_epi32(iy, _mm512_set1_epi32(g.stride_h)),
-                         _mm512_mullo_epi32(ix, _mm512_set1_epi32(g.stride_w)));
+        _mm512_add_epi32(_mm512_mullo_epi32(cy, _mm512_set1_epi32(g.stride_h)),
+                         _mm512_mullo_epi32(cx, _mm512_set1_epi32(g.stride_w)));
     for (int64_t c = 0; c < job.channels; ++c) {
       const scalar_t* plane = job.src + c * job.src_stride_c;
       store16(out + c * job.out_stride_c, keep, gather16(plane, valid, off));

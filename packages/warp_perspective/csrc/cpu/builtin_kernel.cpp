@@ -3,14 +3,15 @@
 //
 // The forward works one destination row at a time, all C channels of it, so
 // the geometry of a pixel is computed once and shared by every channel. With
-// AVX-512 (float32, uint8) one function does the whole row, geometry in
-// registers (cpu/sampling_avx512.h). Otherwise a first loop computes, for
-// every pixel of the row, the plane offsets of the taps it reads and their
-// weights (in double, vectorised) into tables, and a second loop gathers and
-// blends those taps for each channel in turn; both are leaf functions
-// compiled for AVX-512, AVX2 and baseline x86-64 (SHARED_BUILD_CPU_CLONES).
-// Rows of all images of the batch are handed out in chunks to torch's
-// intra-op threads (cpu/parallel.h), so one large image uses every thread too.
+// AVX2 or AVX-512 (float32, uint8) one function does the whole row, geometry
+// in registers (cpu/sampling_avx2.h, cpu/sampling_avx512.h). Otherwise
+// (float64, older CPUs) a first loop computes, for every pixel of the row, the
+// plane offsets of the taps it reads and their weights (in double, vectorised)
+// into tables, and a second loop gathers and blends those taps for each channel
+// in turn; both are leaf functions compiled for AVX-512, AVX2 and baseline
+// x86-64 (SHARED_BUILD_CPU_CLONES). Rows of all images of the batch are handed
+// out in chunks to torch's intra-op threads (cpu/parallel.h), so one large
+// image uses every thread too.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -267,15 +268,45 @@ Geometry make_geometry(const Problem& p,
                   static_cast<index_t>(src.stride(2))};
 }
 
-#ifdef WARP_PERSPECTIVE_HAVE_AVX512
-// The AVX-512 row kernels (float32 and uint8): geometry in registers, every
-// channel of a row per call, no tables and no outside-tap pass (their gathers
-// are masked).
+#ifdef WARP_PERSPECTIVE_HAVE_AVX2
 template <typename scalar_t>
-void forward_rows_avx512(const Problem& p,
-                         const std::vector<std::array<double, 9>>& inverses,
-                         const at::Tensor& src,
-                         at::Tensor& out) {
+using RowKernel = void (*)(const RowJob<scalar_t>&);
+
+// The row kernel of this CPU level and mode (float32 and uint8), or nullptr.
+template <typename scalar_t>
+RowKernel<scalar_t> row_kernel(const Problem& p) {
+  const bool border = p.padding == Padding::kBorder;
+  const bool nearest = p.interpolation == Interpolation::kNearest;
+#ifdef WARP_PERSPECTIVE_HAVE_AVX512
+  if (cpu_isa() == Isa::kAvx512) {
+    if (nearest) {
+      return border ? nearest_row_avx512<scalar_t, true>
+                    : nearest_row_avx512<scalar_t, false>;
+    }
+    return border ? bilinear_row_avx512<scalar_t, true>
+                  : bilinear_row_avx512<scalar_t, false>;
+  }
+#endif
+  if (cpu_isa() == Isa::kAvx2) {
+    if (nearest) {
+      return border ? nearest_row_avx2<scalar_t, true>
+                    : nearest_row_avx2<scalar_t, false>;
+    }
+    return border ? bilinear_row_avx2<scalar_t, true>
+                  : bilinear_row_avx2<scalar_t, false>;
+  }
+  return nullptr;
+}
+
+// The row kernels (float32 and uint8, AVX2 or AVX-512): geometry in
+// registers, every channel of a row per call, no tables and no outside-tap
+// pass (their gathers are masked).
+template <typename scalar_t>
+void forward_rows(const Problem& p,
+                  const std::vector<std::array<double, 9>>& inverses,
+                  const at::Tensor& src,
+                  at::Tensor& out,
+                  RowKernel<scalar_t> kernel) {
   const int64_t batch = src.size(0);
   const int64_t channels = src.size(1);
   const bool shared_warp = inverses.size() == 1;
@@ -283,15 +314,6 @@ void forward_rows_avx512(const Problem& p,
   scalar_t* out_base = out.mutable_data_ptr<scalar_t>();
   const int64_t rows_per_chunk = std::max<int64_t>(
       1, kGrainSamples / std::max<int64_t>(1, p.dst_w * channels));
-  const bool border = p.padding == Padding::kBorder;
-  void (*row_kernel)(const RowJob<scalar_t>&) = nullptr;
-  if (p.interpolation == Interpolation::kNearest) {
-    row_kernel = border ? nearest_row_avx512<scalar_t, true>
-                        : nearest_row_avx512<scalar_t, false>;
-  } else {
-    row_kernel = border ? bilinear_row_avx512<scalar_t, true>
-                        : bilinear_row_avx512<scalar_t, false>;
-  }
   run_workers(batch * p.dst_h, rows_per_chunk, [&](ChunkQueue& queue) {
     int64_t begin = 0;
     int64_t end = 0;
@@ -307,7 +329,7 @@ void forward_rows_avx512(const Problem& p,
             channels,
             src.stride(1),
             p.dst_h * p.dst_w};
-        row_kernel(job);
+        kernel(job);
       }
     }
   });
@@ -319,10 +341,10 @@ void forward_impl(const Problem& p,
                   const std::vector<std::array<double, 9>>& inverses,
                   const at::Tensor& src,
                   at::Tensor& out) {
-#ifdef WARP_PERSPECTIVE_HAVE_AVX512
+#ifdef WARP_PERSPECTIVE_HAVE_AVX2
   if constexpr (!std::is_same_v<scalar_t, double>) {
-    if (cpu_isa() == Isa::kAvx512) {
-      forward_rows_avx512<scalar_t>(p, inverses, src, out);
+    if (const auto kernel = row_kernel<scalar_t>(p)) {
+      forward_rows<scalar_t>(p, inverses, src, out, kernel);
       return;
     }
   }

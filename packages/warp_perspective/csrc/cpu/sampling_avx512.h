@@ -34,9 +34,6 @@ namespace cpu {
 #define WP_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
 
-// Software prefetch of the source rows ahead, see bilinear_row_avx512.
-constexpr int64_t kPrefetchRows = 4;
-
 // The per-row constants of the source coordinates: x' = m0 x + bx, y' =
 // m3 x + by, w = m6 x + bw for destination column x.
 struct RowCoeffs512 {
@@ -216,15 +213,6 @@ WP_AVX512 inline __m512 blend_taps(const Bilinear16& t,
 
 WP_AVX512 inline __m512i clamp16(__m512i v, __m512i last) {
   return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_setzero_si512()), last);
-}
-
-// A hint to fetch the line of src[offset]; the address may lie past the
-// image (a prefetch never faults), hence the integer arithmetic.
-template <typename scalar_t>
-inline void prefetch_ahead(const scalar_t* src, int64_t offset) {
-  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(src) +
-                                             offset * sizeof(scalar_t)),
-               _MM_HINT_T0);
 }
 
 // Where a group of 16 pixels reads its taps from when it can use loads: the

@@ -449,7 +449,14 @@ WP_AVX2 inline __m256i clamp8(__m256i v, int last) {
 
 template <typename scalar_t, bool kBorder>
 WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
-  const Geometry& g = job.g;
+  // Copies: the masked stores below would otherwise make the compiler
+  // reload every field of job for every channel.
+  const Geometry g = job.g;
+  const scalar_t* const src = job.src;
+  scalar_t* const out_row = job.out;
+  const int64_t channels = job.channels;
+  const int64_t src_c = job.src_stride_c;
+  const int64_t out_c = job.out_stride_c;
   const bool loads = g.stride_w == 1 && g.src_w >= 16 && g.src_h >= 2;
   const int64_t sh = g.stride_h;
   const __m256i size_x = _mm256_set1_epi32(static_cast<int>(g.src_w));
@@ -459,7 +466,7 @@ WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
   for (int64_t x0 = 0; x0 < g.n; x0 += 8) {
     const Bilinear8 t = bilinear8(g, x0);
     const int64_t n = g.n - x0;
-    scalar_t* out = job.out + x0;
+    scalar_t* out = out_row + x0;
     int64_t base = 0, row = 0;
     __m256i lower, i0;
     if (loads && find_window8<1>(g, t.ix, t.iy, base, row, lower, i0)) {
@@ -469,8 +476,8 @@ WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
       const int64_t r0 = row * sh + base;
       const int64_t r1 = r0 + sh;
       const int64_t r2 = r1 + (_mm256_testz_si256(lower, lower) ? 0 : sh);
-      for (int64_t c = 0; c < job.channels; ++c) {
-        const scalar_t* plane = job.src + c * job.src_stride_c;
+      for (int64_t c = 0; c < channels; ++c) {
+        const scalar_t* plane = src + c * src_c;
         prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
         const __m256 a0 = load8(plane + r0), b0 = load8(plane + r0 + 8);
         const __m256 a1 = load8(plane + r1), b1 = load8(plane + r1 + 8);
@@ -481,7 +488,7 @@ WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
         const __m256 p11 = pick16(a1, b1, i1, h1);
         const __m256 p20 = pick16(a2, b2, i0, h0);
         const __m256 p21 = pick16(a2, b2, i1, h1);
-        store8(out + c * job.out_stride_c,
+        store8(out + c * out_c,
                n,
                blend_taps(t,
                           select8(lower, p00, p10),
@@ -530,8 +537,8 @@ WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
         const int64_t r0 = ylo * sh + base;
         const int64_t r1 = std::min<int64_t>(ylo + 1, last_y) * sh + base;
         const int64_t r2 = std::min<int64_t>(ylo + 2, last_y) * sh + base;
-        for (int64_t c = 0; c < job.channels; ++c) {
-          const scalar_t* plane = job.src + c * job.src_stride_c;
+        for (int64_t c = 0; c < channels; ++c) {
+          const scalar_t* plane = src + c * src_c;
           const __m256 a0 = load8(plane + r0), e0 = load8(plane + r0 + 8);
           const __m256 a1 = load8(plane + r1), e1 = load8(plane + r1 + 8);
           const __m256 a2 = load8(plane + r2), e2 = load8(plane + r2 + 8);
@@ -551,8 +558,7 @@ WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
             v10 = _mm256_and_ps(v10, _mm256_castsi256_ps(k10));
             v11 = _mm256_and_ps(v11, _mm256_castsi256_ps(k11));
           }
-          store8(
-              out + c * job.out_stride_c, n, blend_taps(t, v00, v01, v10, v11));
+          store8(out + c * out_c, n, blend_taps(t, v00, v01, v10, v11));
         }
         continue;
       }
@@ -567,9 +573,9 @@ WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
     const __m256i o01 = _mm256_add_epi32(r0, c1);
     const __m256i o10 = _mm256_add_epi32(r1, c0);
     const __m256i o11 = _mm256_add_epi32(r1, c1);
-    for (int64_t c = 0; c < job.channels; ++c) {
-      const scalar_t* plane = job.src + c * job.src_stride_c;
-      store8(out + c * job.out_stride_c,
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t* plane = src + c * src_c;
+      store8(out + c * out_c,
              n,
              blend_taps(t,
                         gather8(plane, k00, o00),
@@ -582,7 +588,14 @@ WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
 
 template <typename scalar_t, bool kBorder>
 WP_AVX2 void nearest_row_avx2(const RowJob<scalar_t>& job) {
-  const Geometry& g = job.g;
+  // Copies: the masked stores below would otherwise make the compiler
+  // reload every field of job for every channel.
+  const Geometry g = job.g;
+  const scalar_t* const src = job.src;
+  scalar_t* const out_row = job.out;
+  const int64_t channels = job.channels;
+  const int64_t src_c = job.src_stride_c;
+  const int64_t out_c = job.out_stride_c;
   const bool loads = g.stride_w == 1 && g.src_w >= 16 && g.src_h >= 2;
   const int64_t sh = g.stride_h;
   const __m256i size_x = _mm256_set1_epi32(static_cast<int>(g.src_w));
@@ -593,21 +606,21 @@ WP_AVX2 void nearest_row_avx2(const RowJob<scalar_t>& job) {
     __m256i ix, iy;
     nearest8(g, x0, ix, iy);
     const int64_t n = g.n - x0;
-    scalar_t* out = job.out + x0;
+    scalar_t* out = out_row + x0;
     int64_t base = 0, row = 0;
     __m256i lower, index;
     if (loads && find_window8<0>(g, ix, iy, base, row, lower, index)) {
       const __m256i high = _mm256_cmpgt_epi32(index, seven);
       const int64_t r0 = row * sh + base;
       const int64_t r1 = r0 + (_mm256_testz_si256(lower, lower) ? 0 : sh);
-      for (int64_t c = 0; c < job.channels; ++c) {
-        const scalar_t* plane = job.src + c * job.src_stride_c;
+      for (int64_t c = 0; c < channels; ++c) {
+        const scalar_t* plane = src + c * src_c;
         prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
         const __m256 p0 =
             pick16(load8(plane + r0), load8(plane + r0 + 8), index, high);
         const __m256 p1 =
             pick16(load8(plane + r1), load8(plane + r1 + 8), index, high);
-        store8(out + c * job.out_stride_c, n, select8(lower, p0, p1));
+        store8(out + c * out_c, n, select8(lower, p0, p1));
       }
       continue;
     }
@@ -629,13 +642,13 @@ WP_AVX2 void nearest_row_avx2(const RowJob<scalar_t>& job) {
         lower = _mm256_cmpeq_epi32(cy, _mm256_set1_epi32(ylo + 1));
         const int64_t r0 = ylo * sh + base;
         const int64_t r1 = std::min<int64_t>(ylo + 1, last_y) * sh + base;
-        for (int64_t c = 0; c < job.channels; ++c) {
-          const scalar_t* plane = job.src + c * job.src_stride_c;
+        for (int64_t c = 0; c < channels; ++c) {
+          const scalar_t* plane = src + c * src_c;
           const __m256 p0 =
               pick16(load8(plane + r0), load8(plane + r0 + 8), index, high);
           const __m256 p1 =
               pick16(load8(plane + r1), load8(plane + r1 + 8), index, high);
-          store8(out + c * job.out_stride_c,
+          store8(out + c * out_c,
                  n,
                  _mm256_and_ps(select8(lower, p0, p1),
                                _mm256_castsi256_ps(valid)));
@@ -646,9 +659,9 @@ WP_AVX2 void nearest_row_avx2(const RowJob<scalar_t>& job) {
     const __m256i off =
         _mm256_add_epi32(_mm256_mullo_epi32(cy, _mm256_set1_epi32(g.stride_h)),
                          _mm256_mullo_epi32(cx, _mm256_set1_epi32(g.stride_w)));
-    for (int64_t c = 0; c < job.channels; ++c) {
-      const scalar_t* plane = job.src + c * job.src_stride_c;
-      store8(out + c * job.out_stride_c, n, gather8(plane, valid, off));
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t* plane = src + c * src_c;
+      store8(out + c * out_c, n, gather8(plane, valid, off));
     }
   }
 }

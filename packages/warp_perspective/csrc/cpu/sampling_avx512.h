@@ -265,7 +265,14 @@ WP_AVX512 inline bool find_window(const Geometry& g,
 // offsets), as the table loops do.
 template <typename scalar_t, bool kBorder>
 WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
-  const Geometry& g = job.g;
+  // Copies: the masked stores below would otherwise make the compiler
+  // reload every field of job for every channel.
+  const Geometry g = job.g;
+  const scalar_t* const src = job.src;
+  scalar_t* const out_row = job.out;
+  const int64_t channels = job.channels;
+  const int64_t src_c = job.src_stride_c;
+  const int64_t out_c = job.out_stride_c;
   const RowCoeffs512 k = row_coeffs512(g);
   // Loads need whole rows of at least one window, contiguous.
   const bool loads = g.stride_w == 1 && g.src_w >= 32 && g.src_h >= 2;
@@ -278,7 +285,7 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
     const __mmask16 keep = g.n - x0 >= 16
                                ? __mmask16(0xFFFF)
                                : static_cast<__mmask16>((1u << (g.n - x0)) - 1);
-    scalar_t* out = job.out + x0;
+    scalar_t* out = out_row + x0;
     Window16 win;
     if (loads && find_window<1>(g, t.ix, t.iy, win)) {
       const __m512i i0 = win.index;
@@ -288,8 +295,8 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
       const int64_t r0 = win.row * sh + win.base;
       const int64_t r1 = r0 + sh;
       const int64_t r2 = r1 + (win.lower ? sh : 0);
-      for (int64_t c = 0; c < job.channels; ++c) {
-        const scalar_t* plane = job.src + c * job.src_stride_c;
+      for (int64_t c = 0; c < channels; ++c) {
+        const scalar_t* plane = src + c * src_c;
         // The line that the rows two destination rows below will read. Along
         // a destination row a sheared or rotated warp crosses a source row
         // every few dozen pixels, a pattern the hardware prefetchers miss;
@@ -309,7 +316,7 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
                                     _mm512_mask_blend_ps(win.lower, p01, p11),
                                     _mm512_mask_blend_ps(win.lower, p10, p20),
                                     _mm512_mask_blend_ps(win.lower, p11, p21));
-        store16(out + c * job.out_stride_c, keep, v);
+        store16(out + c * out_c, keep, v);
       }
       continue;
     }
@@ -356,8 +363,8 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
         const int64_t r0 = ylo * sh + base;
         const int64_t r1 = std::min<int64_t>(ylo + 1, g.src_h - 1) * sh + base;
         const int64_t r2 = std::min<int64_t>(ylo + 2, g.src_h - 1) * sh + base;
-        for (int64_t c = 0; c < job.channels; ++c) {
-          const scalar_t* plane = job.src + c * job.src_stride_c;
+        for (int64_t c = 0; c < channels; ++c) {
+          const scalar_t* plane = src + c * src_c;
           const __m512 a0 = load16(plane + r0), b0 = load16(plane + r0 + 16);
           const __m512 a1 = load16(plane + r1), b1v = load16(plane + r1 + 16);
           const __m512 a2 = load16(plane + r2), b2v = load16(plane + r2 + 16);
@@ -381,9 +388,7 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
             v10 = _mm512_maskz_mov_ps(k10, v10);
             v11 = _mm512_maskz_mov_ps(k11, v11);
           }
-          store16(out + c * job.out_stride_c,
-                  keep,
-                  blend_taps(t, v00, v01, v10, v11));
+          store16(out + c * out_c, keep, blend_taps(t, v00, v01, v10, v11));
         }
         continue;
       }
@@ -398,14 +403,14 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
     const __m512i o01 = _mm512_add_epi32(r0, c1);
     const __m512i o10 = _mm512_add_epi32(r1, c0);
     const __m512i o11 = _mm512_add_epi32(r1, c1);
-    for (int64_t c = 0; c < job.channels; ++c) {
-      const scalar_t* plane = job.src + c * job.src_stride_c;
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t* plane = src + c * src_c;
       const __m512 v = blend_taps(t,
                                   gather16(plane, k00, o00),
                                   gather16(plane, k01, o01),
                                   gather16(plane, k10, o10),
                                   gather16(plane, k11, o11));
-      store16(out + c * job.out_stride_c, keep, v);
+      store16(out + c * out_c, keep, v);
     }
   }
 }
@@ -413,7 +418,14 @@ WP_AVX512 void bilinear_row_avx512(const RowJob<scalar_t>& job) {
 // nearest_taps_loop + nearest_gather_loop for one row of every channel.
 template <typename scalar_t, bool kBorder>
 WP_AVX512 void nearest_row_avx512(const RowJob<scalar_t>& job) {
-  const Geometry& g = job.g;
+  // Copies: the masked stores below would otherwise make the compiler
+  // reload every field of job for every channel.
+  const Geometry g = job.g;
+  const scalar_t* const src = job.src;
+  scalar_t* const out_row = job.out;
+  const int64_t channels = job.channels;
+  const int64_t src_c = job.src_stride_c;
+  const int64_t out_c = job.out_stride_c;
   const RowCoeffs512 k = row_coeffs512(g);
   const bool loads = g.stride_w == 1 && g.src_w >= 32 && g.src_h >= 2;
   const int64_t sh = g.stride_h;
@@ -426,21 +438,19 @@ WP_AVX512 void nearest_row_avx512(const RowJob<scalar_t>& job) {
     const __mmask16 keep = g.n - x0 >= 16
                                ? __mmask16(0xFFFF)
                                : static_cast<__mmask16>((1u << (g.n - x0)) - 1);
-    scalar_t* out = job.out + x0;
+    scalar_t* out = out_row + x0;
     Window16 win;
     if (loads && find_window<0>(g, ix, iy, win)) {
       const int64_t r0 = win.row * sh + win.base;
       const int64_t r1 = r0 + (win.lower ? sh : 0);
-      for (int64_t c = 0; c < job.channels; ++c) {
-        const scalar_t* plane = job.src + c * job.src_stride_c;
+      for (int64_t c = 0; c < channels; ++c) {
+        const scalar_t* plane = src + c * src_c;
         prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
         const __m512 p0 = _mm512_permutex2var_ps(
             load16(plane + r0), win.index, load16(plane + r0 + 16));
         const __m512 p1 = _mm512_permutex2var_ps(
             load16(plane + r1), win.index, load16(plane + r1 + 16));
-        store16(out + c * job.out_stride_c,
-                keep,
-                _mm512_mask_blend_ps(win.lower, p0, p1));
+        store16(out + c * out_c, keep, _mm512_mask_blend_ps(win.lower, p0, p1));
       }
       continue;
     }
@@ -465,14 +475,14 @@ WP_AVX512 void nearest_row_avx512(const RowJob<scalar_t>& job) {
             _mm512_sub_epi32(cy, _mm512_set1_epi32(ylo)), one);
         const int64_t r0 = ylo * sh + base;
         const int64_t r1 = std::min<int64_t>(ylo + 1, g.src_h - 1) * sh + base;
-        for (int64_t c = 0; c < job.channels; ++c) {
-          const scalar_t* plane = job.src + c * job.src_stride_c;
+        for (int64_t c = 0; c < channels; ++c) {
+          const scalar_t* plane = src + c * src_c;
           const __m512 p0 = _mm512_permutex2var_ps(
               load16(plane + r0), index, load16(plane + r0 + 16));
           const __m512 p1 = _mm512_permutex2var_ps(
               load16(plane + r1), index, load16(plane + r1 + 16));
           store16(
-              out + c * job.out_stride_c,
+              out + c * out_c,
               keep,
               _mm512_maskz_mov_ps(valid, _mm512_mask_blend_ps(lower, p0, p1)));
         }
@@ -482,9 +492,9 @@ WP_AVX512 void nearest_row_avx512(const RowJob<scalar_t>& job) {
     const __m512i off =
         _mm512_add_epi32(_mm512_mullo_epi32(cy, _mm512_set1_epi32(g.stride_h)),
                          _mm512_mullo_epi32(cx, _mm512_set1_epi32(g.stride_w)));
-    for (int64_t c = 0; c < job.channels; ++c) {
-      const scalar_t* plane = job.src + c * job.src_stride_c;
-      store16(out + c * job.out_stride_c, keep, gather16(plane, valid, off));
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t* plane = src + c * src_c;
+      store16(out + c * out_c, keep, gather16(plane, valid, off));
     }
   }
 }

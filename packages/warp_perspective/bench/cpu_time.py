@@ -5,8 +5,9 @@
 Wall-clock timings on a machine shared with other work move with its load; the CPU time
 a single-threaded call consumes does much less, so this compares the kernels' cost per
 core: warp_perspective (the public op, whichever backend the build has), its built-in
-kernel, kornia and the cv2 loop, each with torch and cv2 limited to one thread. The
-median of --repeat calls is printed, in ms, and each peer's time over ours.
+kernel, kornia and both cv2 loops (on prepared HWC arrays, and from NCHW tensors), each
+with torch and cv2 limited to one thread. The median of --repeat calls is printed, in ms,
+and each peer's time over ours.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     import cv2
-    import numpy as np
     from kornia.geometry.transform import warp_perspective as kornia_warp
 
     torch.set_num_threads(1)
@@ -52,28 +52,27 @@ def main() -> None:
     )
     mats64 = bench._homographies(bench.BATCH)
     mats = mats64.float()
+    peers = ("kornia", bench.CV2_LOOP, bench.CV2_FROM_NCHW)
     for case, (h, w) in bench.SIZES.items():
         image = torch.rand(bench.BATCH, bench.CHANNELS, h, w)
-        hwc = [np.ascontiguousarray(im.permute(1, 2, 0).numpy()) for im in image]
+        cv2_loop, cv2_from_nchw = bench.cv2_loops(image, mats64, mats)
         impls = {
             bench.OURS: lambda: warp_perspective.warp_perspective(image, mats),
             bench.BUILTIN: lambda: torch.ops.warp_perspective._warp_perspective_builtin(
                 image, mats
             ),
             "kornia": lambda: kornia_warp(image, mats, (h, w), align_corners=True),
-            "cv2 loop": lambda: [
-                cv2.warpPerspective(im, m.numpy(), (w, h))
-                for im, m in zip(hwc, mats64, strict=True)
-            ],
+            bench.CV2_LOOP: cv2_loop,
+            bench.CV2_FROM_NCHW: cv2_from_nchw,
         }
         times = {name: cpu_seconds(fn, args.repeat) for name, fn in impls.items()}
         for name, seconds in times.items():
             ratios = ", ".join(
                 f"{peer} / this {times[peer] / seconds:.2f}x"
-                for peer in ("kornia", "cv2 loop")
+                for peer in peers
                 if peer != name and name in (bench.OURS, bench.BUILTIN)
             )
-            print(f"  {case:8} {name:36} {seconds * 1e3:9.1f} ms  {ratios}")
+            print(f"  {case:8} {name:34} {seconds * 1e3:8.2f} ms  {ratios}")
 
 
 if __name__ == "__main__":

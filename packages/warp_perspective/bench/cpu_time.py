@@ -7,12 +7,15 @@ a single-threaded call consumes does much less, so this compares the kernels' co
 core: warp_perspective (the public op, whichever backend the build has), its built-in
 kernel, kornia and both cv2 loops (on prepared HWC arrays, and from NCHW tensors), each
 with torch and cv2 limited to one thread. The median of --repeat calls is printed, in ms,
-and each peer's time over ours.
+and each peer's time over ours; then, as the memory-traffic floor of a call, a copy of
+the input into a fresh output allocated as the op allocates its own (transparent huge
+pages from 8 MB), and a copy into an existing tensor (bandwidth alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import resource
 import sys
 from pathlib import Path
@@ -35,6 +38,21 @@ def cpu_seconds(fn, repeat: int) -> float:
         after = resource.getrusage(resource.RUSAGE_SELF)
         samples.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return sorted(samples)[len(samples) // 2]
+
+
+def fresh_copy(image: torch.Tensor) -> torch.Tensor:
+    """image copied into a new tensor advised for huge pages as the op's outputs are
+    (cpu/parallel.h, empty_output): the bytes a warp must read and write, nothing else."""
+    out = torch.empty_like(image)
+    huge = 2 << 20
+    if out.nbytes >= 4 * huge and sys.platform == "linux":
+        start = out.data_ptr()
+        first = (start + huge - 1) & ~(huge - 1)
+        last = (start + out.nbytes) & ~(huge - 1)
+        if last > first:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 14)  # HUGEPAGE
+    return out.copy_(image)
 
 
 def main() -> None:
@@ -73,6 +91,19 @@ def main() -> None:
                 if peer != name and name in (bench.OURS, bench.BUILTIN)
             )
             print(f"  {case:8} {name:34} {seconds * 1e3:8.2f} ms  {ratios}")
+        existing = torch.empty_like(image)
+        floors = {
+            "floor: copy into a fresh output": lambda: fresh_copy(image),
+            "floor: copy into an existing tensor": lambda: existing.copy_(image),
+        }
+        mb = 2 * image.nbytes / 1e6
+        for name, fn in floors.items():
+            seconds = cpu_seconds(fn, args.repeat)
+            print(
+                f"  {case:8} {name:34} {seconds * 1e3:8.2f} ms  ({mb:.0f} MB read + written, "
+                f"{mb / 1e3 / seconds:.1f} GB/s); built-in kernel / this "
+                f"{times[bench.BUILTIN] / seconds:.1f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ using weight_type =
 // every level on one machine).
 enum class Isa { kPortable, kAvx2, kAvx512 };
 
-bool env_flag(const char* name) {
+[[maybe_unused]] bool env_flag(const char* name) {
   const char* env = std::getenv(name);
   return env && std::strcmp(env, "1") == 0;
 }

@@ -5,13 +5,17 @@
 Wall-clock timings on a machine shared with other work move with its load; the CPU time
 a single-threaded call consumes does much less, so this compares the kernels' cost per
 core: warp_perspective (the public op, whichever backend the build has), its built-in
-kernel, kornia and the cv2 loop, each with torch and cv2 limited to one thread. The
-median of --repeat calls is printed, in ms, and each peer's time over ours.
+kernel, kornia and both cv2 loops (on prepared HWC arrays, and from NCHW tensors), each
+with torch and cv2 limited to one thread. The median of --repeat calls is printed, in ms,
+and each peer's time over ours; then, as the memory-traffic floor of a call, a copy of
+the input into a fresh output allocated as the op allocates its own (transparent huge
+pages from 8 MB), and a copy into an existing tensor (bandwidth alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import resource
 import sys
 from pathlib import Path
@@ -36,12 +40,26 @@ def cpu_seconds(fn, repeat: int) -> float:
     return sorted(samples)[len(samples) // 2]
 
 
+def fresh_copy(image: torch.Tensor) -> torch.Tensor:
+    """image copied into a new tensor advised for huge pages as the op's outputs are
+    (cpu/parallel.h, empty_output): the bytes a warp must read and write, nothing else."""
+    out = torch.empty_like(image)
+    huge = 2 << 20
+    if out.nbytes >= 4 * huge and sys.platform == "linux":
+        start = out.data_ptr()
+        first = (start + huge - 1) & ~(huge - 1)
+        last = (start + out.nbytes) & ~(huge - 1)
+        if last > first:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 14)  # HUGEPAGE
+    return out.copy_(image)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     import cv2
-    import numpy as np
     from kornia.geometry.transform import warp_perspective as kornia_warp
 
     torch.set_num_threads(1)
@@ -52,28 +70,40 @@ def main() -> None:
     )
     mats64 = bench._homographies(bench.BATCH)
     mats = mats64.float()
+    peers = ("kornia", bench.CV2_LOOP, bench.CV2_FROM_NCHW)
     for case, (h, w) in bench.SIZES.items():
         image = torch.rand(bench.BATCH, bench.CHANNELS, h, w)
-        hwc = [np.ascontiguousarray(im.permute(1, 2, 0).numpy()) for im in image]
+        cv2_loop, cv2_from_nchw = bench.cv2_loops(image, mats64, mats)
         impls = {
             bench.OURS: lambda: warp_perspective.warp_perspective(image, mats),
             bench.BUILTIN: lambda: torch.ops.warp_perspective._warp_perspective_builtin(
                 image, mats
             ),
             "kornia": lambda: kornia_warp(image, mats, (h, w), align_corners=True),
-            "cv2 loop": lambda: [
-                cv2.warpPerspective(im, m.numpy(), (w, h))
-                for im, m in zip(hwc, mats64, strict=True)
-            ],
+            bench.CV2_LOOP: cv2_loop,
+            bench.CV2_FROM_NCHW: cv2_from_nchw,
         }
         times = {name: cpu_seconds(fn, args.repeat) for name, fn in impls.items()}
         for name, seconds in times.items():
             ratios = ", ".join(
                 f"{peer} / this {times[peer] / seconds:.2f}x"
-                for peer in ("kornia", "cv2 loop")
+                for peer in peers
                 if peer != name and name in (bench.OURS, bench.BUILTIN)
             )
-            print(f"  {case:8} {name:36} {seconds * 1e3:9.1f} ms  {ratios}")
+            print(f"  {case:8} {name:34} {seconds * 1e3:8.2f} ms  {ratios}")
+        existing = torch.empty_like(image)
+        floors = {
+            "floor: copy into a fresh output": lambda: fresh_copy(image),
+            "floor: copy into an existing tensor": lambda: existing.copy_(image),
+        }
+        mb = 2 * image.nbytes / 1e6
+        for name, fn in floors.items():
+            seconds = cpu_seconds(fn, args.repeat)
+            print(
+                f"  {case:8} {name:34} {seconds * 1e3:8.2f} ms  ({mb:.0f} MB read + written, "
+                f"{mb / 1e3 / seconds:.1f} GB/s); built-in kernel / this "
+                f"{times[bench.BUILTIN] / seconds:.1f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -77,8 +77,9 @@ bool forward_opencv_cpu(const Problem& p,
 const char* cpu_backend();
 // The OpenCV version compiled against, or "" without OpenCV.
 const char* opencv_version();
-// "avx2" or "portable": the geometry loops the built-in CPU kernel runs on
-// this machine (WARP_PERSPECTIVE_NO_AVX2=1 forces "portable").
+// "avx512", "avx2" or "portable": the loops the built-in CPU kernel runs on
+// this machine (WARP_PERSPECTIVE_NO_AVX512=1 caps it at "avx2",
+// WARP_PERSPECTIVE_NO_AVX2=1 forces "portable").
 const char* cpu_geometry();
 
 }  // namespace warp_perspective

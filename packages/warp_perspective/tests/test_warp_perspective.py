@@ -280,8 +280,65 @@ def test_matches_reference(device, kind, dtype, interpolation, padding_mode):
         assert_close(ours.cpu(), expected, **reference_tolerance(dtype))
 
 
-_PORTABLE_SCRIPT = """
+def homography_family(kind: str, h: int, w: int) -> torch.Tensor:
+    """Homographies that steer the CPU kernels' groups of pixels onto their different paths:
+    loads from a window (near identity, integer shift), gathers (steep rotation, strong
+    zoom out, a mirror, strong perspective with w = 0 inside the output), or both. None
+    puts source coordinates on exact halves, where nearest sampling would depend on the
+    last bit of the inverse matrix."""
+    m = torch.eye(3, dtype=torch.float64)
+    c = torch.tensor([[1.0, 0, (w - 1) / 2], [0, 1, (h - 1) / 2], [0, 0, 1]], dtype=torch.float64)
+    if kind == "shift":
+        m[0, 2], m[1, 2] = 5, -3
+    elif kind == "near_identity":
+        m = torch.tensor([[1.03, 0.04, 2.3], [-0.05, 0.98, -1.7], [2e-4, -1e-4, 1]])
+    elif kind in ("rotate_3", "rotate_30"):
+        a = torch.deg2rad(torch.tensor(3.0 if kind == "rotate_3" else 30.0, dtype=torch.float64))
+        r = torch.tensor([[a.cos(), -a.sin(), 0], [a.sin(), a.cos(), 0], [0, 0, 1]])
+        m = c @ r @ torch.linalg.inv(c)
+    elif kind == "zoom_out":  # 16 pixels read ~40 columns: too wide for one window
+        m = (
+            c
+            @ torch.diag(torch.tensor([0.37, 0.41, 1.0], dtype=torch.float64))
+            @ torch.linalg.inv(c)
+        )
+    elif kind == "zoom_in":
+        m = (
+            c
+            @ torch.diag(torch.tensor([2.3, 2.45, 1.0], dtype=torch.float64))
+            @ torch.linalg.inv(c)
+        )
+    elif kind == "mirror":  # source columns decrease along a row
+        m = torch.tensor([[-1.0, 0.02, w - 1.3], [0.01, 1, 0.3], [0, 0, 1]])
+    elif kind == "perspective":  # w = 0 on a line through the output
+        m = torch.tensor([[1.0, 0.1, 0], [0.05, 1, 0], [-2.0 / w, 0.0, 1.0]])
+    else:
+        raise ValueError(kind)
+    return m.double()
+
+
+FAMILIES = [
+    "shift",
+    "near_identity",
+    "rotate_3",
+    "rotate_30",
+    "zoom_out",
+    "zoom_in",
+    "mirror",
+    "perspective",
+]
+
+# Every CPU level of the built-in kernel, each in its own process: the level is read once.
+_LEVELS = {
+    "default": {},
+    "no_avx512": {"WARP_PERSPECTIVE_NO_AVX512": "1"},
+    "portable": {"WARP_PERSPECTIVE_NO_AVX2": "1"},
+}
+
+_LEVEL_SCRIPT = """
 import itertools, sys, torch, warp_perspective
+sys.path.insert(0, sys.argv[2])
+from test_warp_perspective import FAMILIES, homography_family
 outs = {}
 for dtype, interpolation, padding_mode in itertools.product(
     (torch.float32, torch.float64, torch.uint8), ("bilinear", "nearest"), ("zeros", "border")
@@ -295,6 +352,8 @@ for dtype, interpolation, padding_mode in itertools.product(
     m[:, :2, :2] += 0.1 * torch.randn(2, 2, 2, generator=g, dtype=torch.float64)
     m[:, :2, 2] = 6 * torch.randn(2, 2, generator=g, dtype=torch.float64)
     m[:, 2, :2] = 2e-3 * torch.randn(2, 2, generator=g, dtype=torch.float64)
+    m = torch.cat([m, torch.stack([homography_family(f, 45, 67) for f in FAMILIES])])
+    image = torch.cat([image, image[:1].expand(len(FAMILIES), -1, -1, -1)])
     m = m.to(torch.float64 if dtype == torch.uint8 else dtype)
     outs[(str(dtype), interpolation, padding_mode)] = (
         torch.ops.warp_perspective._warp_perspective_builtin(
@@ -306,22 +365,51 @@ torch.save(outs, sys.argv[1])
 """
 
 
-def test_portable_loops_match_avx2(tmp_path):
-    """The built-in kernel has AVX2 geometry and portable loops (for CPUs without AVX2);
-    WARP_PERSPECTIVE_NO_AVX2=1 forces the portable ones, in a subprocess."""
-    results = []
-    for flag in ("0", "1"):
-        path = tmp_path / f"out{flag}.pt"
-        env = {**os.environ, "WARP_PERSPECTIVE_NO_AVX2": flag}
-        subprocess.run([sys.executable, "-c", _PORTABLE_SCRIPT, str(path)], check=True, env=env)
-        results.append(torch.load(path))
-    if results[0].pop("cpu_geometry") != "avx2":
+def test_cpu_levels_agree(tmp_path):
+    """The built-in kernel has AVX-512 row loops, AVX2 ones and portable ones (for CPUs
+    without AVX2); WARP_PERSPECTIVE_NO_AVX512=1 and WARP_PERSPECTIVE_NO_AVX2=1 force the
+    lower ones, each in a subprocess. Every level must give the same results up to the
+    rounding of the float32 weights."""
+    results = {}
+    for name, env in _LEVELS.items():
+        path = tmp_path / f"{name}.pt"
+        subprocess.run(
+            [sys.executable, "-c", _LEVEL_SCRIPT, str(path), os.path.dirname(__file__)],
+            check=True,
+            env={**os.environ, **env},
+        )
+        results[name] = torch.load(path)
+    levels = {name: out.pop("cpu_geometry") for name, out in results.items()}
+    assert levels["portable"] == "portable"
+    assert levels["no_avx512"] in ("avx2", "portable")
+    assert levels["default"] in ("avx512", "avx2", "portable")
+    if levels["default"] == "portable":
         pytest.skip("this CPU has no AVX2: the portable loops are the only ones")
-    assert results[1].pop("cpu_geometry") == "portable"
-    assert len(results[0]) == 12
-    for key, avx2 in results[0].items():
-        tol = {"atol": 1, "rtol": 0} if key[0] == "torch.uint8" else {"atol": 1e-5, "rtol": 0}
-        assert_close(avx2, results[1][key], **tol, msg=lambda m, key=key: f"{key}: {m}")
+    assert len(levels) == len(set(levels.values())) or levels["default"] == "avx2"
+    reference_level = results.pop("portable")
+    assert len(reference_level) == 12
+    for name, out in results.items():
+        for key, expected in reference_level.items():
+            tol = {"atol": 1, "rtol": 0} if key[0] == "torch.uint8" else {"atol": 1e-5, "rtol": 0}
+            assert_close(
+                out[key], expected, **tol, msg=lambda m, key=key, name=name: f"{name} {key}: {m}"
+            )
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_builtin_matches_reference_on_wide_images(dtype, interpolation, padding_mode, family):
+    """Images wide enough (32 columns and more) for the AVX-512 kernel to load windows of
+    rows rather than gather: every family of homographies, output widths that are not a
+    multiple of 16, an image exactly one window wide, and one only two rows tall."""
+    g = torch.Generator().manual_seed(21)
+    for (h, w), dsize in (((37, 70), (41, 77)), ((20, 32), (19, 33)), ((2, 40), (3, 45))):
+        image = random_image((2, 3, h, w), dtype, g)
+        m = homography_family(family, h, w).to(warp_dtype(dtype))
+        ours = OPS["builtin"](image, m, dsize, interpolation, padding_mode)
+        expected = reference(image, m, dsize, interpolation, padding_mode)
+        assert_close(ours, expected, **reference_tolerance(dtype))
 
 
 # ---- layouts, shapes, sharing ---------------------------------------------------------

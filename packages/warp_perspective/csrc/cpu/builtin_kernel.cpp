@@ -1,14 +1,17 @@
 // The built-in CPU kernels of warp_perspective: the forward sampling (used
 // without OpenCV and for float64) and its adjoint, the backward.
 //
-// The forward works one destination row at a time. A first loop computes, for
-// every pixel of the row, the plane offsets of the taps it reads and their
-// weights (in double, vectorised); a second loop then gathers and blends those
-// taps for each channel in turn, so the geometry is computed once per pixel
-// and shared by all C channels. Both loops are leaf functions compiled for
-// AVX-512, AVX2 and baseline x86-64 (SHARED_BUILD_CPU_CLONES). Rows of all
-// images of the batch are handed out in chunks to torch's intra-op threads
-// (cpu/parallel.h), so one large image uses every thread too.
+// The forward works one destination row at a time, all C channels of it, so
+// the geometry of a pixel is computed once and shared by every channel. With
+// AVX2 or AVX-512 (float32, uint8) one function does the whole row, geometry
+// in registers (cpu/sampling_avx2.h, cpu/sampling_avx512.h). Otherwise
+// (float64, older CPUs) a first loop computes, for every pixel of the row, the
+// plane offsets of the taps it reads and their weights (in double, vectorised)
+// into tables, and a second loop gathers and blends those taps for each channel
+// in turn; both are leaf functions compiled for AVX-512, AVX2 and baseline
+// x86-64 (SHARED_BUILD_CPU_CLONES). Rows of all images of the batch are handed
+// out in chunks to torch's intra-op threads (cpu/parallel.h), so one large
+// image uses every thread too.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -28,6 +31,7 @@
 
 #include "cpu/parallel.h"
 #include "cpu/sampling_avx2.h"
+#include "cpu/sampling_avx512.h"
 #include "cpu/sampling_loops.h"
 #include "warp_perspective.h"
 
@@ -116,19 +120,39 @@ template <typename scalar_t>
 using weight_type =
     std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
 
-// The AVX2 geometry unless the CPU lacks AVX2 or FMA, or
-// WARP_PERSPECTIVE_NO_AVX2=1 (read once; the tests use it to run the
-// portable loops on machines that have AVX2).
-bool use_avx2() {
+// The widest loops this CPU runs: AVX-512 (F, BW, DQ, VL), AVX2 with FMA, or
+// portable. WARP_PERSPECTIVE_NO_AVX512=1 caps it at AVX2 and
+// WARP_PERSPECTIVE_NO_AVX2=1 at portable (read once; the tests use them to run
+// every level on one machine).
+enum class Isa { kPortable, kAvx2, kAvx512 };
+
+[[maybe_unused]] bool env_flag(const char* name) {
+  const char* env = std::getenv(name);
+  return env && std::strcmp(env, "1") == 0;
+}
+
+Isa cpu_isa() {
+  static const Isa isa = [] {
 #ifdef WARP_PERSPECTIVE_HAVE_AVX2
-  static const bool use = [] {
-    const char* env = std::getenv("WARP_PERSPECTIVE_NO_AVX2");
-    return cpu_has_avx2_fma() && !(env && std::strcmp(env, "1") == 0);
-  }();
-  return use;
-#else
-  return false;
+    if (!cpu_has_avx2_fma() || env_flag("WARP_PERSPECTIVE_NO_AVX2")) {
+      return Isa::kPortable;
+    }
+#ifdef WARP_PERSPECTIVE_HAVE_AVX512
+    if (cpu_has_avx512() && !env_flag("WARP_PERSPECTIVE_NO_AVX512")) {
+      return Isa::kAvx512;
+    }
 #endif
+    return Isa::kAvx2;
+#else
+    return Isa::kPortable;
+#endif
+  }();
+  return isa;
+}
+
+// The AVX2 geometry of the table loops (AVX-512 CPUs included).
+bool use_avx2() {
+  return cpu_isa() != Isa::kPortable;
 }
 
 template <typename weight_t>
@@ -244,11 +268,87 @@ Geometry make_geometry(const Problem& p,
                   static_cast<index_t>(src.stride(2))};
 }
 
+#ifdef WARP_PERSPECTIVE_HAVE_AVX2
+template <typename scalar_t>
+using RowKernel = void (*)(const RowJob<scalar_t>&);
+
+// The row kernel of this CPU level and mode (float32 and uint8), or nullptr.
+template <typename scalar_t>
+RowKernel<scalar_t> row_kernel(const Problem& p) {
+  const bool border = p.padding == Padding::kBorder;
+  const bool nearest = p.interpolation == Interpolation::kNearest;
+#ifdef WARP_PERSPECTIVE_HAVE_AVX512
+  if (cpu_isa() == Isa::kAvx512) {
+    if (nearest) {
+      return border ? nearest_row_avx512<scalar_t, true>
+                    : nearest_row_avx512<scalar_t, false>;
+    }
+    return border ? bilinear_row_avx512<scalar_t, true>
+                  : bilinear_row_avx512<scalar_t, false>;
+  }
+#endif
+  if (cpu_isa() == Isa::kAvx2) {
+    if (nearest) {
+      return border ? nearest_row_avx2<scalar_t, true>
+                    : nearest_row_avx2<scalar_t, false>;
+    }
+    return border ? bilinear_row_avx2<scalar_t, true>
+                  : bilinear_row_avx2<scalar_t, false>;
+  }
+  return nullptr;
+}
+
+// The row kernels (float32 and uint8, AVX2 or AVX-512): geometry in
+// registers, every channel of a row per call, no tables and no outside-tap
+// pass (their gathers are masked).
+template <typename scalar_t>
+void forward_rows(const Problem& p,
+                  const std::vector<std::array<double, 9>>& inverses,
+                  const at::Tensor& src,
+                  at::Tensor& out,
+                  RowKernel<scalar_t> kernel) {
+  const int64_t batch = src.size(0);
+  const int64_t channels = src.size(1);
+  const bool shared_warp = inverses.size() == 1;
+  const scalar_t* src_base = src.const_data_ptr<scalar_t>();
+  scalar_t* out_base = out.mutable_data_ptr<scalar_t>();
+  const int64_t rows_per_chunk = std::max<int64_t>(
+      1, kGrainSamples / std::max<int64_t>(1, p.dst_w * channels));
+  run_workers(batch * p.dst_h, rows_per_chunk, [&](ChunkQueue& queue) {
+    int64_t begin = 0;
+    int64_t end = 0;
+    while (queue.pop(begin, end)) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t b = row / p.dst_h;
+        const int64_t y = row % p.dst_h;
+        const double* inv = inverses[shared_warp ? 0 : b].data();
+        const RowJob<scalar_t> job{
+            make_geometry(p, src, inv, y),
+            src_base + b * src.stride(0),
+            out_base + (b * channels * p.dst_h + y) * p.dst_w,
+            channels,
+            src.stride(1),
+            p.dst_h * p.dst_w};
+        kernel(job);
+      }
+    }
+  });
+}
+#endif
+
 template <typename scalar_t>
 void forward_impl(const Problem& p,
                   const std::vector<std::array<double, 9>>& inverses,
                   const at::Tensor& src,
                   at::Tensor& out) {
+#ifdef WARP_PERSPECTIVE_HAVE_AVX2
+  if constexpr (!std::is_same_v<scalar_t, double>) {
+    if (const auto kernel = row_kernel<scalar_t>(p)) {
+      forward_rows<scalar_t>(p, inverses, src, out, kernel);
+      return;
+    }
+  }
+#endif
   using weight_t = weight_type<scalar_t>;
   const int64_t batch = src.size(0);
   const int64_t channels = src.size(1);
@@ -353,7 +453,14 @@ void backward_impl(const Problem& p,
 }  // namespace
 
 const char* cpu_geometry() {
-  return use_avx2() ? "avx2" : "portable";
+  switch (cpu_isa()) {
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx2:
+      return "avx2";
+    default:
+      return "portable";
+  }
 }
 
 void forward_builtin_cpu(const Problem& p,

@@ -57,6 +57,33 @@ struct Geometry {
   index_t stride_h;
 };
 
+// One destination row of one image, every channel: what the row kernels that
+// keep the geometry in registers (sampling_avx512.h) work on.
+template <typename scalar_t>
+struct RowJob {
+  Geometry g;
+  const scalar_t* src;  // the image's channel 0
+  scalar_t* out;        // the row in the output's channel 0
+  int64_t channels;
+  int64_t src_stride_c;  // in elements
+  int64_t out_stride_c;
+};
+
+// The row kernels prefetch the source this many rows below the window they
+// read, see bilinear_row_avx512.
+constexpr int64_t kPrefetchRows = 4;
+
+// A hint to fetch the line of src[offset] into L1; the address may lie past
+// the image (a prefetch never faults), hence the integer arithmetic.
+template <typename scalar_t>
+C10_ALWAYS_INLINE void prefetch_ahead(const scalar_t* src, int64_t offset) {
+  __builtin_prefetch(reinterpret_cast<const char*>(
+                         reinterpret_cast<uintptr_t>(src) +
+                         static_cast<uintptr_t>(offset * sizeof(scalar_t))),
+                     0,
+                     3);
+}
+
 // Bilinear taps of one row. With zeros padding a tap outside the image gets
 // weight 0 and offset 0, and its bit in mask stays clear; with border padding
 // taps are clamped into the image and every bit is set.

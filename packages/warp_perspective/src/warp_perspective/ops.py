@@ -57,7 +57,7 @@ def warp_perspective(
 
 def build_config() -> dict[str, str]:
     """What the loaded op library was built with (cpu_backend, opencv, cuda, cxx11_abi) and
-    the CPU loops it runs on this machine (cpu_geometry: "avx2" or "portable")."""
+    the CPU loops it runs on this machine (cpu_geometry: "avx512", "avx2" or "portable")."""
     return dict(torch.ops.warp_perspective._build_config())
 
 

@@ -166,6 +166,29 @@ def cmake(scratch: Path) -> tuple[float, float]:
     return cold, warm
 
 
+def cmake_torchscript_apps(scratch: Path) -> tuple[float, float]:
+    """05's two C++ programs (TorchScript and AOTInductor), against the installed op library."""
+    import torch
+
+    library = _run([PYTHON, "-c", "import warp_perspective as w; print(w.library_path())"])
+    build = scratch / "build"
+    configure = [
+        "cmake",
+        "-S",
+        str(HERE / "05_torchscript_cpp"),
+        "-B",
+        str(build),
+        "-G",
+        "Ninja",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+        f"-DWARP_PERSPECTIVE_LIBRARY={library.strip()}",
+    ]
+    cold = _seconds(configure) + _seconds(["cmake", "--build", str(build)])
+    warm = _seconds(["cmake", "--build", str(build)])
+    return cold, warm
+
+
 def shared_build_package(scratch: Path) -> tuple[float, float]:
     command = _pip_wheel(ROOT / "packages" / "add_ext", scratch / "dist")
     env = {"SHARED_BUILD_DIR": str(scratch / "build")}
@@ -177,6 +200,7 @@ STYLES: dict[str, Callable[[Path], tuple[float, float]]] = {
     "02 load_inline (no_implicit_headers, -fopenmp)": LOAD_INLINE,
     "03 setuptools, pip wheel (one .cpp)": setuptools_aot,
     "04 CMake, configure + build (two .cpp)": cmake,
+    "05 CMake, configure + build (two C++ programs, CPU torch)": cmake_torchscript_apps,
     "06 load(is_python_module=False), TORCH_LIBRARY": LIBRARY,
     "packages/add_ext: shared_build, pip wheel (three .cpp)": shared_build_package,
     "load_inline, one line, <torch/extension.h>": LOAD_INLINE_EXTENSION_H,

@@ -228,3 +228,32 @@ def test_sdist_carries_sources_and_shared_build(tmp_path):
     assert "_vendor/shared_build/setup_helpers.py" in names
     assert "_vendor/shared_build/include/shared_build/python_module.h" in names
     assert not any(name.startswith("build/") for name in names)
+
+
+def test_remove_stale_modules_keeps_only_the_target(tmp_path: Path) -> None:
+    folder = tmp_path / "add_ext"
+    folder.mkdir()
+    for name in (
+        "_C.abi3.so",
+        "_C.cpython-311-x86_64-linux-gnu.so",
+        "_C.so",
+        "_CX.so",
+        "_C.py",
+        "ops.py",
+        "_build_info.py",
+    ):
+        (folder / name).write_text("x")
+    target = folder / "_C.cpython-311-x86_64-linux-gnu.so"
+    removed = setup_helpers.remove_stale_modules(target)
+    assert sorted(p.name for p in removed) == ["_C.abi3.so", "_C.so"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "_C.cpython-311-x86_64-linux-gnu.so",
+        "_C.py",
+        "_CX.so",
+        "_build_info.py",
+        "ops.py",
+    ]
+
+
+def test_remove_stale_modules_without_a_folder_yet(tmp_path: Path) -> None:
+    assert setup_helpers.remove_stale_modules(tmp_path / "missing" / "_C.abi3.so") == []

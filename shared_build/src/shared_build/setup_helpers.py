@@ -285,6 +285,34 @@ def _make_sdist(root: Path) -> type:
     return SdistWithSharedBuild
 
 
+_MODULE_SUFFIXES = (".so", ".pyd", ".dylib")
+
+
+def remove_stale_modules(target: str | os.PathLike[str]) -> list[Path]:
+    """Delete the other builds of the module that ``target`` is about to become.
+
+    A module's file name depends on the build (``_C.abi3.so`` under the limited API,
+    ``_C.cpython-311-x86_64-linux-gnu.so`` without it, ``_C.so`` for a plain library), and
+    setuptools never clears its build folder: after such a change the old file stays beside
+    the new one and goes into the next wheel, where Python may import the old one first.
+    Returns the paths removed.
+    """
+    target = Path(target)
+    stem = target.name.split(".", 1)[0]
+    removed = []
+    if target.parent.is_dir():
+        for path in target.parent.iterdir():
+            if (
+                path.name != target.name
+                and path.name.startswith(stem + ".")
+                and path.name.endswith(_MODULE_SUFFIXES)
+                and path.is_file()
+            ):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
     from torch.utils.cpp_extension import BuildExtension
 
@@ -300,6 +328,9 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
             ]
 
         def run(self) -> None:
+            for ext in self.extensions:
+                for path in remove_stale_modules(self.get_ext_fullpath(ext.name)):
+                    _log(f"removed {path}, a build of {ext.name} with another file name")
             super().run()
             text = render_build_info(info)
             for path in self._info_paths():

@@ -195,9 +195,10 @@ class TorchEnv:
 
 
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
-    requirements = {r for p in packages for r in p.test_requires}
+    # matplotlib: the report's plots (bench), and tests/test_benchmarks.py checks them.
+    requirements = {r for p in packages for r in p.test_requires} | {"matplotlib"}
     if bench:
-        requirements |= {r for p in packages for r in p.bench_requires} | {"matplotlib"}
+        requirements |= {r for p in packages for r in p.bench_requires}
     return sorted(requirements)
 
 

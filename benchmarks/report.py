@@ -113,8 +113,8 @@ def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
 
 def describe_goal(goal: dict) -> str:
     if goal.get("metric"):
-        return f"{goal['op']} {goal['device']}: {goal['ours']} {goal['metric']} >= {goal['min_speedup']}"
-    return f"{goal['op']} {goal['device']}: {goal['ours']} >= {goal['min_speedup']}x {goal['peer']}"
+        return f"{goal['op']} {goal['device']}: {goal['ours']} {goal['metric']} >= {goal['min_speedup']:.3g}"
+    return f"{goal['op']} {goal['device']}: {goal['ours']} >= {goal['min_speedup']:.3g}x {goal['peer']}"
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

@@ -1,0 +1,156 @@
+"""The benchmark report: versions side by side, regressions flagged, goals judged, files written.
+
+report.py runs on two synthetic raw files (what benchmarks/run.py writes per torch version),
+so every figure below is known in advance.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import report  # noqa: E402
+
+MACHINE = {
+    "cpu": "Test CPU",
+    "cores": 2,
+    "torch_threads": 2,
+    "cpu_capability": "AVX2",
+    "memory_gib": 8.0,
+    "gpu": None,
+    "python": "3.11.7",
+    "date": "2026-01-01 00:00:00 UTC",
+}
+
+
+def measurement(impl: str, case: str, size: float, seconds: float, *, ours: bool = False) -> dict:
+    return {
+        "package": "toy",
+        "op": "axpy",
+        "case": case,
+        "size": size,
+        "impl": impl,
+        "ours": ours,
+        "device": "cpu",
+        "dtype": "float32",
+        "seconds": seconds,
+        "iqr": 0.0,
+        "runs": 100,
+        "extra": {"GB/s": 1.0},
+    }
+
+
+GOALS = [
+    {"package": "toy", "op": "axpy", "ours": "toy", "peer": "eager", "min_speedup": 1.5,
+     "device": "cpu", "case": None, "metric": None, "note": ""},
+    {"package": "toy", "op": "axpy", "ours": "toy", "peer": "eager", "min_speedup": 1.0 / 1.1,
+     "device": "cpu", "case": "n=10", "metric": None, "note": ""},
+    {"package": "toy", "op": "axpy", "ours": "toy", "peer": "eager", "min_speedup": 5.0,
+     "device": "cuda", "case": None, "metric": None, "note": ""},
+]  # fmt: skip
+
+
+def raw(version: str, ours_small: float, eager_small: float, eager_large: float) -> dict:
+    return {
+        "machine": {**MACHINE, "torch": version},
+        "torch": version,
+        "cuda": None,
+        "quick": False,
+        "measurements": [
+            measurement("toy", "n=10", 10, ours_small, ours=True),
+            measurement("eager", "n=10", 10, eager_small),
+            measurement("toy", "n=1000", 1000, 1e-3, ours=True),
+            measurement("eager", "n=1000", 1000, eager_large),
+        ],
+        "goals": GOALS,
+        "notes": [f"a note from {version}"],
+        "skipped": {"toy_cuda": "CUDA-only"},
+        "builds": {"toy": {"clean_build_s": 12.34, "noop_rebuild_s": 1.5}},
+        "failures": {},
+    }
+
+
+@pytest.fixture
+def raw_files(tmp_path: Path) -> list[Path]:
+    # n=10: ours 1 us then 1.05 us (+5%, no flag); eager 2 us then 3 us (+50%, flagged).
+    # n=1000: ours 1 ms both times; eager 1.2 ms then 1.6 ms.
+    files = []
+    for version, args in (("1.0.0", (1e-6, 2e-6, 1.2e-3)), ("1.1.0", (1.05e-6, 3e-6, 1.6e-3))):
+        path = tmp_path / f"torch-{version}.json"
+        path.write_text(json.dumps(raw(version, *args)))
+        files.append(path)
+    return files
+
+
+def rows_of(text: str, first_cell: str) -> list[list[str]]:
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith(f"| {first_cell} ")
+    ]
+
+
+def test_versions_side_by_side_with_speedups_and_regression_marks(raw_files):
+    text = report.render(report.load(raw_files))
+    header = next(line for line in text.splitlines() if line.startswith("| case | impl |"))
+    assert "time 1.0.0 | time 1.1.0 | speedup 1.0.0 | speedup 1.1.0" in header
+    small = {row[1]: row for row in rows_of(text, "n=10")}
+    assert small["**toy**"][2:] == ["1 us", "1.05 us", "-", "-", "GB/s 1"]
+    assert small["eager"][2:6] == ["2 us", "3 us ▲", "2.00x", "2.86x"]
+    large = {row[1]: row for row in rows_of(text, "n=1000")}
+    assert large["eager"][4:6] == ["1.20x", "1.60x"]
+    assert "▲" in large["eager"][3]
+
+
+def test_goals_are_judged_on_every_version(raw_files):
+    text = report.render(report.load(raw_files))
+    goals = [row for row in rows_of(text, "toy") if ">=" in row[1]]
+    by_goal = {(row[1], row[2]): row[3:] for row in goals}
+    # 1.5x everywhere: met at n=1000 only under 1.1.0 (1.20x, 1.60x), so missed there.
+    assert by_goal[("axpy cpu: toy >= 1.5x eager", "n=10 (float32)")] == ["2.00x", "2.86x", "met"]
+    assert by_goal[("axpy cpu: toy >= 1.5x eager", "n=1000 (float32)")] == [
+        "1.20x",
+        "1.60x",
+        "**missed**",
+    ]
+    # A goal tied to one case, printed with three significant digits.
+    assert by_goal[("axpy cpu: toy >= 0.909x eager", "n=10 (float32)")][-1] == "met"
+    # A goal on a device that did not run.
+    assert by_goal[("axpy cuda: toy >= 5x eager", "-")] == ["not run", "not run", "not measured"]
+
+
+def test_machine_builds_and_notes_are_reported(raw_files):
+    text = report.render(report.load(raw_files))
+    assert "- torch 1.0.0 (CUDA none): Test CPU, 2 cores (2 torch threads, AVX2)" in text
+    assert rows_of(text, "toy")[-2:] == [
+        ["toy", "1.0.0", "12.3", "1.5"],
+        ["toy", "1.1.0", "12.3", "1.5"],
+    ]
+    assert "- torch 1.1.0: toy_cuda skipped: CUDA-only" in text
+    assert "- torch 1.0.0: a note from 1.0.0" in text
+
+
+def test_command_writes_report_json_and_one_plot_per_op(raw_files, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "report.py"), "--output-dir", str(out),
+         *map(str, raw_files)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "## toy: axpy (cpu, float32)" in proc.stdout  # the table goes to the terminal too
+    assert (out / "report.md").read_text() in proc.stdout
+    data = json.loads((out / "results.json").read_text())
+    assert list(data["versions"]) == ["1.0.0", "1.1.0"]
+    assert data["versions"]["1.1.0"]["measurements"][1]["seconds"] == 3e-6
+    plots = sorted(p.name for p in (out / "plots").iterdir())
+    assert plots == ["toy-axpy-cpu-float32.png"]
+    assert (out / "plots" / plots[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

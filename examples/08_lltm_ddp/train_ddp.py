@@ -15,6 +15,7 @@ Exits with status 1 if either fails, or if the loss did not fall (runs of 50+ st
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import tempfile
@@ -59,23 +60,25 @@ def worker(rank: int, world_size: int, args: argparse.Namespace, workdir: str) -
         rank=rank,
         world_size=world_size,
     )
+    model = None
     try:
         torch.manual_seed(rank)  # different on purpose: DDP broadcasts rank 0's parameters
         model = DistributedDataParallel(SineModel(lltm_cpu).to(args.dtype))
         if rank == 0:  # after DDP's broadcast: what every rank starts from
             torch.save(model.module.state_dict(), os.path.join(workdir, "initial.pt"))
         losses = train(model, args, rank, world_size)
-        # The global loss of each step: the mean of the ranks' losses.
-        mean = torch.tensor(losses)
-        dist.all_reduce(mean)
-        mean /= world_size
-        if rank == 0:
-            for step in range(len(losses)):
-                if step == 0 or (step + 1) % 50 == 0 or step + 1 == len(losses):
-                    print(f"step {step + 1:4d}  loss {mean[step].item():.4f}", flush=True)
-            torch.save(mean, os.path.join(workdir, "losses.pt"))
+        # Saved, not all-reduced: the parent averages them. With torch 2.14's gloo a
+        # collective on a tensor that Python also holds can be released by gloo's worker
+        # thread after the interpreter began to exit, and that thread then aborts the
+        # process ("terminate called without an active exception", 3 runs in 20 here).
+        torch.save(torch.tensor(losses), os.path.join(workdir, f"losses{rank}.pt"))
         torch.save(model.module.state_dict(), os.path.join(workdir, f"rank{rank}.pt"))
     finally:
+        # DDP holds the process group through reference cycles, which only the garbage
+        # collector frees: free it now, while Python is fully alive, so that
+        # destroy_process_group releases the group and joins gloo's threads.
+        del model
+        gc.collect()
         dist.destroy_process_group()
 
 
@@ -96,8 +99,9 @@ def main() -> int:
         parser.error(f"--batch {args.batch} must be a multiple of --world-size {args.world_size}")
     workdir = args.workdir or tempfile.mkdtemp(prefix="lltm-ddp-")
     os.makedirs(workdir, exist_ok=True)
-    for stale in Path(workdir).glob("rank*.pt"):
-        stale.unlink()
+    for pattern in ("rank*.pt", "losses*.pt"):
+        for stale in Path(workdir).glob(pattern):
+            stale.unlink()
     rendezvous = Path(workdir, "rendezvous")
     if rendezvous.exists():
         rendezvous.unlink()
@@ -107,6 +111,17 @@ def main() -> int:
         flush=True,
     )
     mp.spawn(worker, args=(args.world_size, args, workdir), nprocs=args.world_size, join=True)
+
+    # The global loss of each step: the mean of the ranks' losses.
+    losses = torch.stack(
+        [
+            torch.load(os.path.join(workdir, f"losses{r}.pt"), weights_only=True)
+            for r in range(args.world_size)
+        ]
+    ).mean(0)
+    for step in range(len(losses)):
+        if step == 0 or (step + 1) % 50 == 0 or step + 1 == len(losses):
+            print(f"step {step + 1:4d}  loss {losses[step].item():.4f}", flush=True)
 
     ranks = [
         torch.load(os.path.join(workdir, f"rank{r}.pt"), weights_only=True)
@@ -139,7 +154,6 @@ def main() -> int:
     )
 
     ok = identical and equal
-    losses = torch.load(os.path.join(workdir, "losses.pt"), weights_only=True)
     if args.steps >= 50:
         first, last = losses[:10].mean().item(), losses[-10:].mean().item()
         fell = last < 0.25 * first

@@ -194,16 +194,15 @@ lltm_forward_cuda(const at::Tensor& input,
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, input.scalar_type(), "lltm_cuda_forward", [&] {
+        const scalar_t* gates = gates_c->const_data_ptr<scalar_t>();
+        const scalar_t* cell = cell_c->const_data_ptr<scalar_t>();
+        scalar_t* h_out = new_h.mutable_data_ptr<scalar_t>();
+        scalar_t* cell_out = new_cell.mutable_data_ptr<scalar_t>();
+        scalar_t* i_out = input_gate.mutable_data_ptr<scalar_t>();
+        scalar_t* o_out = output_gate.mutable_data_ptr<scalar_t>();
+        scalar_t* c_out = candidate.mutable_data_ptr<scalar_t>();
         lltm_forward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            gates_c->const_data_ptr<scalar_t>(),
-            cell_c->const_data_ptr<scalar_t>(),
-            new_h.mutable_data_ptr<scalar_t>(),
-            new_cell.mutable_data_ptr<scalar_t>(),
-            input_gate.mutable_data_ptr<scalar_t>(),
-            output_gate.mutable_data_ptr<scalar_t>(),
-            candidate.mutable_data_ptr<scalar_t>(),
-            n,
-            state);
+            gates, cell, h_out, cell_out, i_out, o_out, c_out, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
   return {new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
@@ -244,19 +243,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
       grad_h.scalar_type(),
       "lltm_cuda_backward",
       [&] {
+        const scalar_t* gh_in = gh->const_data_ptr<scalar_t>();
+        const scalar_t* gc_in = gc->const_data_ptr<scalar_t>();
+        const scalar_t* nc_in = nc->const_data_ptr<scalar_t>();
+        const scalar_t* ig_in = ig->const_data_ptr<scalar_t>();
+        const scalar_t* og_in = og->const_data_ptr<scalar_t>();
+        const scalar_t* cc_in = cc->const_data_ptr<scalar_t>();
+        const scalar_t* gw_in = gw->const_data_ptr<scalar_t>();
+        scalar_t* d_cell = d_old_cell.mutable_data_ptr<scalar_t>();
+        scalar_t* d_g = d_gates.mutable_data_ptr<scalar_t>();
+        // clang-format off: the arguments packed, so that the check follows the
+        // launch directly.
         lltm_backward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            gh->const_data_ptr<scalar_t>(),
-            gc->const_data_ptr<scalar_t>(),
-            nc->const_data_ptr<scalar_t>(),
-            ig->const_data_ptr<scalar_t>(),
-            og->const_data_ptr<scalar_t>(),
-            cc->const_data_ptr<scalar_t>(),
-            gw->const_data_ptr<scalar_t>(),
-            d_old_cell.mutable_data_ptr<scalar_t>(),
-            d_gates.mutable_data_ptr<scalar_t>(),
-            n,
+            gh_in, gc_in, nc_in, ig_in, og_in, cc_in, gw_in, d_cell, d_g, n,
             state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
+        // clang-format on
       });
   // Column sums in a deterministic reduction (float accumulation for float16
   // and bfloat16), not atomics.

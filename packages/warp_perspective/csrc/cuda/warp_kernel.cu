@@ -32,6 +32,11 @@ constexpr int kBlockY = 8;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxGridZ = 65535;
 
+// Strides of a (B, C, H, W) tensor, in elements.
+struct Strides {
+  int64_t b, c, h, w;
+};
+
 struct Sizes {
   int64_t channels;
   int64_t src_h, src_w;
@@ -185,10 +190,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
                     const void* __restrict__ warp,
                     scalar_t* __restrict__ grad_image,
                     int64_t batch,
-                    int64_t go_s_b,
-                    int64_t go_s_c,
-                    int64_t go_s_h,
-                    int64_t go_s_w,
+                    Strides go,
                     Sizes s) {
   using acc_t = opmath_t<scalar_t>;
   __shared__ double inv[9];
@@ -199,7 +201,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
     load_inverse(warp, s, b, inv, &ok);
     if (ok && x < s.dst_w && y < s.dst_h) {
       const Taps<acc_t, kNearest, kBorder> t(inv, x, y, s);
-      const scalar_t* g = grad_out + b * go_s_b + y * go_s_h + x * go_s_w;
+      const scalar_t* g = grad_out + b * go.b + y * go.h + x * go.w;
       scalar_t* plane = grad_image + b * s.s_b;
       for (int64_t c = 0; c < s.channels; ++c) {
         const acc_t v = static_cast<acc_t>(*g);
@@ -209,7 +211,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
             gpuAtomicAdd(plane + t.off[k], static_cast<scalar_t>(t.w[k] * v));
           }
         }
-        g += go_s_c;
+        g += go.c;
         plane += s.s_c;
       }
     }
@@ -296,14 +298,13 @@ at::Tensor forward_cuda(const at::Tensor& image,
   AT_DISPATCH_FLOATING_TYPES_AND(
       at::kByte, image.scalar_type(), "warp_perspective_cuda", [&] {
         dispatch_modes(p, [&](auto nearest, auto border) {
-          forward_kernel<scalar_t,
-                         decltype(nearest)::value,
-                         decltype(border)::value>
-              <<<grid, block, 0, stream>>>(p.input.const_data_ptr<scalar_t>(),
-                                           w.const_data_ptr(),
-                                           out.mutable_data_ptr<scalar_t>(),
-                                           batch,
-                                           s);
+          const auto kernel = forward_kernel<scalar_t,
+                                             decltype(nearest)::value,
+                                             decltype(border)::value>;
+          const scalar_t* in = p.input.const_data_ptr<scalar_t>();
+          scalar_t* result = out.mutable_data_ptr<scalar_t>();
+          kernel<<<grid, block, 0, stream>>>(
+              in, w.const_data_ptr(), result, batch, s);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       });
@@ -338,18 +339,14 @@ at::Tensor backward_cuda(const at::Tensor& grad_output,
   AT_DISPATCH_FLOATING_TYPES(
       grad_output.scalar_type(), "warp_perspective_backward_cuda", [&] {
         dispatch_modes(p, [&](auto nearest, auto border) {
-          backward_kernel<scalar_t,
-                          decltype(nearest)::value,
-                          decltype(border)::value><<<grid, block, 0, stream>>>(
-              g.const_data_ptr<scalar_t>(),
-              w.const_data_ptr(),
-              grad_image.mutable_data_ptr<scalar_t>(),
-              batch,
-              g.stride(0),
-              g.stride(1),
-              g.stride(2),
-              g.stride(3),
-              s);
+          const auto kernel = backward_kernel<scalar_t,
+                                              decltype(nearest)::value,
+                                              decltype(border)::value>;
+          const scalar_t* grad = g.const_data_ptr<scalar_t>();
+          scalar_t* result = grad_image.mutable_data_ptr<scalar_t>();
+          const Strides go{g.stride(0), g.stride(1), g.stride(2), g.stride(3)};
+          kernel<<<grid, block, 0, stream>>>(
+              grad, w.const_data_ptr(), result, batch, go, s);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       });

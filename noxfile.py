@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -326,26 +325,3 @@ def gpu(session: nox.Session) -> None:
     if shutil.which("nvidia-smi") is None:
         session.error("nox -s gpu needs a machine with an NVIDIA GPU (nvidia-smi not found)")
     session.run("bash", str(ROOT / ".ci" / "gpu_check.sh"), *session.posargs, external=True)
-
-
-def _clean_build_time(env: TorchEnv, package: Package, scratch: Path) -> tuple[float, float]:
-    """(clean build, no-op rebuild) wall seconds of `pip wheel` with a fresh build folder."""
-    environment = {**os.environ, **env.env, "SHARED_BUILD_DIR": str(scratch / "build")}
-    command = [
-        env.python,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-build-isolation",
-        "--no-deps",
-        "-w",
-        str(scratch / "w"),
-        str(package.root),
-    ]
-    times = []
-    for _ in range(2):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, env=environment)
-        times.append(time.perf_counter() - start)
-    return times[0], times[1]

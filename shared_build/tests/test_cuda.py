@@ -14,11 +14,6 @@ NVCC_13 = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, releas
 NVCC_12 = "Cuda compilation tools, release 12.4, V12.4.131\n"
 
 
-def fake_fs(*nvccs: str):
-    files = set(nvccs)
-    return lambda path: path in files
-
-
 def test_parse_nvcc_version():
     assert cuda.parse_nvcc_version(NVCC_13) == Version("13.0")
     assert cuda.parse_nvcc_version(NVCC_12) == Version("12.4")
@@ -26,50 +21,183 @@ def test_parse_nvcc_version():
         cuda.parse_nvcc_version("garbage")
 
 
-def test_toolkit_order_cuda_home_first():
-    env = {"CUDA_HOME": "/opt/cuda-13"}
-    found = cuda.find_cuda_toolkit(
-        env,
-        which=lambda _: "/somewhere/bin/nvcc",
-        is_file=fake_fs("/opt/cuda-13/bin/nvcc", "/usr/local/cuda/bin/nvcc"),
-        run_nvcc=lambda *a: NVCC_13,
+def test_parse_cudart_version():
+    assert cuda.parse_cudart_version("#define CUDART_VERSION  13020\n") == Version("13.2")
+    assert cuda.parse_cudart_version("#define CUDART_VERSION 12040") == Version("12.4")
+    assert cuda.parse_cudart_version("nothing here") is None
+
+
+def test_pip_compiler_command_pins_the_series():
+    assert cuda.pip_compiler_command("13.2") == (
+        'pip install "nvidia-cuda-nvcc==13.2.*" "nvidia-cuda-crt==13.2.*" "nvidia-nvvm==13.2.*"'
     )
-    assert found is not None and found.root == "/opt/cuda-13" and found.version == Version("13.0")
+    assert cuda.pip_compiler_command("12.8") == 'pip install "nvidia-cuda-nvcc-cu12==12.8.*"'
 
 
-def test_toolkit_default_location_before_path():
-    found = cuda.find_cuda_toolkit(
-        {},
-        which=lambda _: "/elsewhere/bin/nvcc",
-        is_file=fake_fs("/usr/local/cuda/bin/nvcc", "/elsewhere/bin/nvcc"),
-        run_nvcc=lambda *a: NVCC_13,
+ALL_HEADERS = ("cuda_runtime_api.h", *cuda.TORCH_CUDA_HEADERS[1:])
+
+
+def make_toolkit(folder, version: str, headers=ALL_HEADERS):
+    """A fake toolkit: bin/nvcc answering --version and --dryrun like the real one, and
+    include/ with the given headers (cuda_runtime_api.h carrying CUDART_VERSION)."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True)
+    nvcc = bin_dir / "nvcc"
+    nvcc.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        f"  --version) echo 'Cuda compilation tools, release {version}, V{version}.1' ;;\n"
+        f"  --dryrun) echo '#$ _HERE_={bin_dir}' ;;\n"
+        "esac\n"
     )
-    assert found is not None and found.root == "/usr/local/cuda"
+    nvcc.chmod(0o755)
+    make_includes(folder / "include", version, headers)
+    return nvcc
 
 
-def test_toolkit_from_nvcc_on_path(tmp_path):
-    nvcc = tmp_path / "cuda-12" / "bin" / "nvcc"
-    found = cuda.find_cuda_toolkit(
-        {},
-        which=lambda _: str(nvcc),
-        is_file=fake_fs(str(nvcc)),
-        run_nvcc=lambda *a: NVCC_12,
+def make_includes(folder, version: str, headers=ALL_HEADERS):
+    folder.mkdir(parents=True, exist_ok=True)
+    major, minor = (int(x) for x in version.split("."))
+    for name in headers:
+        text = f"#define CUDART_VERSION {major * 1000 + minor * 10}\n" if "runtime" in name else ""
+        (folder / name).write_text(text)
+    return folder
+
+
+def make_pip_compiler(site, version: str, runtime: str | None = None):
+    """site/nvidia/cu13 as NVIDIA's wheels lay it out: nvcc from nvidia-cuda-nvcc, headers
+    and libcudart.so.13 from torch's own dependencies (at the runtime's version)."""
+    cu = site / "nvidia" / f"cu{version.split('.')[0]}"
+    make_toolkit(cu, version, headers=())
+    make_includes(cu / "include", runtime or version)
+    (cu / "lib").mkdir()
+    (cu / "lib" / "libcudart.so.13").write_text("")
+    (cu / "nvvm").mkdir()
+    return cu
+
+
+@pytest.fixture
+def no_system(monkeypatch, tmp_path):
+    """No /usr/local/cuda; returns a setter for a fake one."""
+    monkeypatch.setattr(cuda, "DEFAULT_CUDA_HOME", str(tmp_path / "no-such-cuda"))
+
+    def install(version: str, headers=ALL_HEADERS):
+        root = tmp_path / f"cuda-{version}"
+        make_toolkit(root, version, headers)
+        monkeypatch.setattr(cuda, "DEFAULT_CUDA_HOME", str(root))
+        return root
+
+    return install
+
+
+def select(env, torch_cuda, site_dirs, tmp_path, which=lambda _: None):
+    return cuda.select_toolkit(
+        env, torch_cuda, [str(s) for s in site_dirs], str(tmp_path / "cuda_home"), which=which
     )
-    assert found is not None and found.root == os.path.realpath(tmp_path / "cuda-12")
-    assert found.version == Version("12.4")
 
 
-def test_no_toolkit():
-    assert (
-        cuda.find_cuda_toolkit({}, which=lambda _: None, is_file=fake_fs(), run_nvcc=None) is None
-    )
+def test_cuda_home_first(tmp_path, no_system):
+    no_system("13.0")
+    home = tmp_path / "opt-cuda"
+    make_toolkit(home, "13.0")
+    chosen = select({"CUDA_HOME": str(home)}, "13.0", [], tmp_path)
+    assert chosen.toolkit.root == str(home) and chosen.toolkit.origin == "CUDA_HOME"
+    assert chosen.problem is None and chosen.extra_include_dirs == ()
 
 
-def test_cuda_home_without_nvcc_is_an_error():
+def test_cuda_home_without_nvcc_is_an_error(tmp_path, no_system):
     with pytest.raises(BuildError, match="CUDA_HOME=/opt/nothing has no bin/nvcc"):
-        cuda.find_cuda_toolkit(
-            {"CUDA_HOME": "/opt/nothing"}, which=lambda _: None, is_file=fake_fs()
-        )
+        select({"CUDA_HOME": "/opt/nothing"}, "13.0", [], tmp_path)
+
+
+def test_cuda_home_that_does_not_fit_says_so(tmp_path, no_system):
+    home = tmp_path / "old"
+    make_toolkit(home, "12.4")
+    with pytest.raises(
+        BuildError,
+        match=r"CUDA_HOME=.*old holds nvcc 12.4, which cannot build against torch's CUDA 13.2: .*"
+        r'pip install "nvidia-cuda-nvcc==13.2.\*"',
+    ):
+        select({"CUDA_HOME": str(home)}, "13.2", [], tmp_path)
+
+
+def test_pip_compiler_is_found_and_given_a_cuda_home(tmp_path, no_system):
+    site = tmp_path / "site-packages"
+    cu13 = make_pip_compiler(site, "13.2")
+    chosen = select({}, "13.2", [site], tmp_path)
+    found = chosen.toolkit
+    assert found.pip_dir == str(cu13) and found.version == Version("13.2")
+    assert found.nvcc == str(cu13 / "bin" / "nvcc")
+    home = tmp_path / "cuda_home"
+    assert found.root == str(home)
+    # What torch.utils.cpp_extension needs of a CUDA_HOME, and what nvcc needs beside it.
+    assert (home / "bin" / "nvcc").is_file()
+    assert (home / "include" / "cuda_runtime_api.h").is_file()
+    assert (home / "lib64" / "libcudart.so").resolve() == (cu13 / "lib" / "libcudart.so.13")
+    assert (home / "nvvm").is_dir()
+    # Made again for the next build without complaint.
+    assert select({}, "13.2", [site], tmp_path).toolkit.root == str(home)
+
+
+def test_pip_compiler_before_the_system_one(tmp_path, no_system):
+    no_system("13.2")
+    site = tmp_path / "site-packages"
+    make_pip_compiler(site, "13.2")
+    assert select({}, "13.2", [site], tmp_path).toolkit.pip_dir is not None
+
+
+def test_pip_compiler_of_another_series_is_passed_over(tmp_path, no_system):
+    no_system("13.0")  # a complete system toolkit fits torch 13.0
+    site = tmp_path / "site-packages"
+    make_pip_compiler(site, "13.2", runtime="13.0")  # nvcc 13.2 against 13.0 headers
+    chosen = select({}, "13.0", [site], tmp_path)
+    assert chosen.toolkit.pip_dir is None and chosen.toolkit.version == Version("13.0")
+
+
+def test_system_toolkit_that_fits(tmp_path, no_system):
+    root = no_system("13.0")
+    chosen = select({}, "13.0", [], tmp_path)
+    assert chosen.toolkit.root == str(root) and chosen.toolkit.origin == str(root)
+
+
+def test_wrapper_on_path_resolves_to_its_toolkit(tmp_path, no_system):
+    """A script named nvcc that execs the real one: the toolkit is where nvcc runs from."""
+    real = make_toolkit(tmp_path / "cuda-13.0", "13.0")
+    wrapper = tmp_path / "usr-local-bin" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    chosen = select({}, "13.0", [], tmp_path, which=lambda _: str(wrapper))
+    assert chosen.toolkit.root == str(tmp_path / "cuda-13.0")
+    assert chosen.toolkit.nvcc == str(real) and chosen.toolkit.origin == "nvcc on PATH"
+
+
+def test_system_nvcc_against_newer_pip_headers_is_refused_before_compiling(tmp_path, no_system):
+    """torch 2.15 (CUDA 13.2) with a CUDA 13.0 toolkit lacking the math headers: torch's pip
+    headers (13.2) would meet nvcc 13.0 and CCCL's #error; the build stops first and says
+    which compiler to install."""
+    no_system("13.0", headers=("cuda_runtime_api.h",))
+    site = tmp_path / "site-packages"
+    make_includes(site / "nvidia" / "cu13" / "include", "13.2")
+    with pytest.raises(BuildError) as error:
+        select({}, "13.2", [site], tmp_path)
+    message = str(error.value)
+    assert message.startswith("no CUDA compiler here fits torch's CUDA 13.2 (nvcc 13.0 at ")
+    assert "the CUDA headers it would compile against" in message and "are CUDA 13.2" in message
+    assert (
+        'install the matching compiler into this environment with: pip install "nvidia-cuda-nvcc==13.2.*"'
+        in message
+    )
+
+
+def test_major_version_of_system_toolkit_must_match(tmp_path, no_system):
+    no_system("12.4")
+    with pytest.raises(BuildError, match="its CUDA 12.4 is not torch's major version 13"):
+        select({}, "13.0", [], tmp_path)
+
+
+def test_no_compiler_at_all(tmp_path, no_system):
+    assert select({}, "13.0", [tmp_path / "empty-site"], tmp_path) is None
 
 
 def toolkit(version: str) -> cuda.CudaToolkit:
@@ -111,7 +239,13 @@ def test_decide_cuda(mode, requirement, torch_cuda, has_toolkit, expected):
 @pytest.mark.parametrize(
     ("mode", "requirement", "torch_cuda", "has_toolkit", "message"),
     [
-        ("on", "optional", "13.0", False, "USE_CUDA=1 asks for CUDA but no CUDA toolkit was found"),
+        (
+            "on",
+            "optional",
+            "13.0",
+            False,
+            "USE_CUDA=1 asks for CUDA but no CUDA compiler was found",
+        ),
         (
             "on",
             "optional",
@@ -131,7 +265,7 @@ def test_decide_cuda(mode, requirement, torch_cuda, has_toolkit, expected):
             "required",
             "13.0",
             False,
-            "pkg is CUDA-only but no CUDA toolkit was found .* install the CUDA 13.0 toolkit",
+            'pkg is CUDA-only but no CUDA compiler was found .* pip install "nvidia-cuda-nvcc==13.0.\\*"',
         ),
         ("off", "required", "13.0", True, "pkg is CUDA-only and USE_CUDA=0 turns CUDA off"),
         ("on", "none", "13.0", True, "pkg has no CUDA sources"),
@@ -242,10 +376,18 @@ def test_arch_list_native_without_gpu_is_an_error():
         cuda.resolve_arch_list({"TORCH_CUDA_ARCH_LIST": "native"}, [], ["9.0"])
 
 
-def test_real_toolkit_here_if_any():
-    """On this machine (if it has a toolkit) discovery agrees with nvcc itself."""
-    found = cuda.find_cuda_toolkit(dict(os.environ))
-    if found is None:
-        pytest.skip("no CUDA toolkit on this machine")
-    assert os.path.isfile(found.nvcc)
-    assert found.version.major >= 11
+def test_real_compiler_here_if_any(tmp_path):
+    """On this machine, with its torch, the choice is a compiler that exists and fits."""
+    import torch
+
+    if torch.version.cuda is None:
+        pytest.skip(f"torch {torch.__version__} is a CPU-only build")
+    from shared_build.setup_helpers import _site_dirs
+
+    chosen = cuda.select_toolkit(
+        dict(os.environ), torch.version.cuda, _site_dirs(torch), str(tmp_path / "home")
+    )
+    if chosen is None:
+        pytest.skip("no CUDA compiler on this machine")
+    assert os.path.isfile(chosen.toolkit.nvcc) and chosen.problem is None
+    assert chosen.toolkit.version.major == Version(torch.version.cuda).major

@@ -24,6 +24,9 @@ from .errors import BuildError
 # Architectures the toolkit cannot target are dropped (CUDA 12.4 has no sm_100, say).
 DEFAULT_ARCH_LIST = "7.5;8.0;9.0;10.0;12.0+PTX"
 
+# Where CUDA installers put the toolkit (a link to /usr/local/cuda-X.Y).
+DEFAULT_CUDA_HOME = "/usr/local/cuda"
+
 # Headers that torch's own CUDA headers include (ATen/cuda/CUDAContextLight.h). A
 # toolkit installed without the math libraries (as conda's or the CUDA runtime-only
 # images are) lacks them; torch's pip wheels ship them in the nvidia-* packages.
@@ -38,15 +41,19 @@ TORCH_CUDA_HEADERS = (
 
 @dataclass(frozen=True)
 class CudaToolkit:
-    """A CUDA toolkit found on this machine."""
+    """A CUDA compiler found on this machine, and the folder the build uses as CUDA_HOME."""
 
     root: str
     nvcc: str
     version: Version
+    origin: str = "CUDA_HOME"
+    # The nvidia/cuXX folder of a pip compiler (nvidia-cuda-nvcc); root is then a folder of
+    # links made from it, shaped as torch.utils.cpp_extension expects a CUDA_HOME to be.
+    pip_dir: str | None = None
 
     @property
     def include_dir(self) -> str:
-        return os.path.join(self.root, "include")
+        return os.path.join(self.pip_dir or self.root, "include")
 
 
 def parse_nvcc_version(text: str) -> Version:
@@ -58,51 +65,239 @@ def parse_nvcc_version(text: str) -> Version:
 
 
 def _run_nvcc(nvcc: str, *args: str) -> str:
-    return subprocess.run(
-        [nvcc, *args], check=True, capture_output=True, text=True, timeout=60
-    ).stdout
+    proc = subprocess.run([nvcc, *args], check=False, capture_output=True, text=True, timeout=60)
+    return proc.stdout + proc.stderr
 
 
-def toolkit_candidates(
-    env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which
-) -> list[tuple[str, str]]:
-    """(root, where-it-came-from) pairs in the order they are tried."""
-    candidates = []
-    for name in ("CUDA_HOME", "CUDA_PATH"):
-        value = env.get(name, "").strip()
-        if value:
-            candidates.append((value, name))
-    candidates.append(("/usr/local/cuda", "the default location"))
-    nvcc = which("nvcc")
-    if nvcc:
-        candidates.append(
-            (os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "nvcc on PATH")
+def parse_cudart_version(text: str) -> Version | None:
+    """CUDA major.minor from a cuda_runtime_api.h (``#define CUDART_VERSION 13020``)."""
+    match = re.search(r"^#define\s+CUDART_VERSION\s+(\d+)", text, re.MULTILINE)
+    if match is None:
+        return None
+    number = int(match.group(1))
+    return Version(f"{number // 1000}.{number % 1000 // 10}")
+
+
+def header_cuda_version(include_dirs: Sequence[str]) -> Version | None:
+    """The CUDA version of the first cuda_runtime_api.h in include_dirs (search order)."""
+    for folder in include_dirs:
+        path = os.path.join(folder, "cuda_runtime_api.h")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return parse_cudart_version(handle.read())
+    return None
+
+
+def pip_compiler_command(torch_cuda: str) -> str:
+    """The pip command that installs NVIDIA's compiler matching torch's CUDA into this
+    environment. crt and nvvm are pinned with nvcc: left free, pip takes the newest, whose
+    PTX version the pinned ptxas does not know ("Unsupported .version")."""
+    wanted = Version(torch_cuda)
+    series = f"{wanted.major}.{wanted.minor}.*"
+    if wanted.major >= 13:
+        names = ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm")
+    else:  # CUDA 12 wheels carry the major version in their names and ship nvvm with nvcc
+        names = (f"nvidia-cuda-nvcc-cu{wanted.major}",)
+    return "pip install " + " ".join(f'"{name}=={series}"' for name in names)
+
+
+def pip_nvcc_dirs(
+    site_dirs: Iterable[str], is_file: Callable[[str], bool] = os.path.isfile
+) -> list[str]:
+    """The nvidia/cuXX (CUDA 13 wheels) or nvidia/cuda_nvcc (CUDA 12 wheels) folders holding
+    a pip-installed bin/nvcc, under the given site-packages folders."""
+    found = []
+    for site_dir in site_dirs:
+        for pattern in ("cu[0-9]*", "cuda_nvcc"):
+            for folder in sorted(glob.glob(os.path.join(site_dir, "nvidia", pattern))):
+                if is_file(os.path.join(folder, "bin", "nvcc")) and folder not in found:
+                    found.append(folder)
+    return found
+
+
+def make_cuda_home(pip_dir: str, destination: str) -> str:
+    """A folder shaped like a toolkit (bin/nvcc, include/, lib64/libcudart.so) made of links
+    into a pip compiler's folder, for torch.utils.cpp_extension, which wants one CUDA_HOME.
+
+    Every entry of pip_dir is linked; lib64 is a real folder because the pip wheels ship only
+    the versioned libcudart.so.13 and the linker looks for libcudart.so.
+    """
+    os.makedirs(destination, exist_ok=True)
+    for name in os.listdir(pip_dir):
+        if name in ("lib", "lib64"):
+            continue
+        _link(os.path.join(pip_dir, name), os.path.join(destination, name))
+    lib64 = os.path.join(destination, "lib64")
+    os.makedirs(lib64, exist_ok=True)
+    for lib_name in ("lib", "lib64"):
+        source = os.path.join(pip_dir, lib_name)
+        if not os.path.isdir(source):
+            continue
+        for name in os.listdir(source):
+            _link(os.path.join(source, name), os.path.join(lib64, name))
+            unversioned = re.sub(r"(\.so)\.\d+$", r"\1", name)
+            if unversioned != name:
+                _link(os.path.join(source, name), os.path.join(lib64, unversioned))
+    return destination
+
+
+def _link(target: str, link: str) -> None:
+    if os.path.islink(link):
+        if os.readlink(link) == target:
+            return
+        os.unlink(link)
+    elif os.path.exists(link):
+        return
+    os.symlink(target, link)
+
+
+def nvcc_home(nvcc: str, run_nvcc: Callable[..., str] = _run_nvcc) -> str:
+    """The toolkit folder of an nvcc, through wrapper scripts and links: nvcc itself says
+    where it runs from (``_HERE_`` in ``--dryrun`` output)."""
+    out = run_nvcc(nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull)
+    match = re.search(r"^#\$ _HERE_=(.+)$", out, re.MULTILINE)
+    if match:
+        return os.path.dirname(match.group(1).strip())
+    return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A compiler considered for the build and, when it cannot serve, why not."""
+
+    toolkit: CudaToolkit
+    extra_include_dirs: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def evaluate(
+    toolkit: CudaToolkit,
+    torch_cuda: str,
+    site_dirs: Iterable[str],
+    headers: Sequence[str] = TORCH_CUDA_HEADERS,
+) -> Candidate:
+    """Whether toolkit can compile torch's CUDA headers, decided before any compile.
+
+    Its major version must be torch's. The headers it will compile against are its own plus,
+    for those it lacks, the folders of NVIDIA's pip packages that torch installed; CCCL's
+    cuda_toolkit.h refuses (#error) a compiler whose major.minor differs from the
+    cuda_runtime_api.h found first, so that version must be the compiler's.
+    """
+    wanted = Version(torch_cuda)
+    if toolkit.version.major != wanted.major:
+        return Candidate(
+            toolkit,
+            problem=f"its CUDA {toolkit.version} is not torch's major version {wanted.major}",
         )
-    return candidates
+    try:
+        extra = resolve_include_dirs(toolkit, site_dirs, headers)
+    except BuildError as error:
+        return Candidate(toolkit, problem=str(error))
+    headers_version = header_cuda_version([*extra, toolkit.include_dir])
+    if headers_version is not None and (headers_version.major, headers_version.minor) != (
+        toolkit.version.major,
+        toolkit.version.minor,
+    ):
+        where = extra[0] if extra else toolkit.include_dir
+        return Candidate(
+            toolkit,
+            tuple(extra),
+            problem=(
+                f"it is CUDA {toolkit.version} and the CUDA headers it would compile against "
+                f"({where}) are CUDA {headers_version}, which CCCL refuses"
+            ),
+        )
+    return Candidate(toolkit, tuple(extra))
 
 
-def find_cuda_toolkit(
+def system_nvccs(
     env: Mapping[str, str],
     which: Callable[[str], str | None] = shutil.which,
     is_file: Callable[[str], bool] = os.path.isfile,
-    run_nvcc: Callable[..., str] = _run_nvcc,
-) -> CudaToolkit | None:
-    """The toolkit from CUDA_HOME/CUDA_PATH, /usr/local/cuda or nvcc on PATH, or None.
+) -> list[tuple[str, str]]:
+    """(nvcc, where-it-came-from) of the system compilers, in the order they are tried."""
+    found = []
+    default = os.path.join(DEFAULT_CUDA_HOME, "bin", "nvcc")
+    if is_file(default):
+        found.append((default, DEFAULT_CUDA_HOME))
+    on_path = which("nvcc")
+    if on_path and all(os.path.realpath(on_path) != os.path.realpath(n) for n, _ in found):
+        found.append((on_path, "nvcc on PATH"))
+    return found
 
-    A CUDA_HOME that points at a folder without bin/nvcc is an error, not a reason to look
-    elsewhere: the user asked for that toolkit.
+
+def select_toolkit(
+    env: Mapping[str, str],
+    torch_cuda: str,
+    site_dirs: Sequence[str],
+    cuda_home_dir: str,
+    which: Callable[[str], str | None] = shutil.which,
+    is_file: Callable[[str], bool] = os.path.isfile,
+    run_nvcc: Callable[..., str] = _run_nvcc,
+) -> Candidate | None:
+    """The compiler for a build against a torch built with CUDA torch_cuda.
+
+    In order: CUDA_HOME (or CUDA_PATH) when set, and then it must fit; the pip compiler in
+    the running environment (its CUDA_HOME-shaped folder is made at cuda_home_dir); a system
+    nvcc (/usr/local/cuda, nvcc on PATH) that fits. None when no nvcc exists at all; a
+    BuildError naming what was found and the pip command for a matching compiler when
+    compilers exist but none fits.
     """
-    for root, origin in toolkit_candidates(env, which):
+    command = pip_compiler_command(torch_cuda)
+    for name in ("CUDA_HOME", "CUDA_PATH"):
+        root = env.get(name, "").strip()
+        if not root:
+            continue
         nvcc = os.path.join(root, "bin", "nvcc")
         if not is_file(nvcc):
-            if origin in ("CUDA_HOME", "CUDA_PATH"):
-                raise BuildError(
-                    f"{origin}={root} has no bin/nvcc; point {origin} at a CUDA toolkit or unset it"
-                )
-            continue
+            raise BuildError(
+                f"{name}={root} has no bin/nvcc; point {name} at a CUDA toolkit, or unset it "
+                f"and install the compiler matching torch's CUDA {torch_cuda} with: {command}"
+            )
         version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
-        return CudaToolkit(root=root, nvcc=nvcc, version=version)
-    return None
+        candidate = evaluate(CudaToolkit(root, nvcc, version, name), torch_cuda, site_dirs)
+        if candidate.problem:
+            raise BuildError(
+                f"{name}={root} holds nvcc {version}, which cannot build against torch's CUDA "
+                f"{torch_cuda}: {candidate.problem}; point {name} at a CUDA {torch_cuda} "
+                f"toolkit, or unset it and install the matching compiler with: {command}"
+            )
+        return candidate
+
+    rejected: list[Candidate] = []
+    for pip_dir in pip_nvcc_dirs(site_dirs, is_file):
+        nvcc = os.path.join(pip_dir, "bin", "nvcc")
+        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
+        found = CudaToolkit(
+            cuda_home_dir, nvcc, version, "the pip compiler of this environment", pip_dir
+        )
+        candidate = evaluate(found, torch_cuda, site_dirs)
+        if candidate.problem is None:
+            make_cuda_home(pip_dir, cuda_home_dir)
+            return candidate
+        rejected.append(candidate)
+
+    for nvcc, origin in system_nvccs(env, which, is_file):
+        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
+        root = nvcc_home(nvcc, run_nvcc)
+        real_nvcc = os.path.join(root, "bin", "nvcc")
+        found = CudaToolkit(root, real_nvcc if is_file(real_nvcc) else nvcc, version, origin)
+        candidate = evaluate(found, torch_cuda, site_dirs)
+        if candidate.problem is None:
+            return candidate
+        rejected.append(candidate)
+
+    if not rejected:
+        return None
+    seen = "; ".join(
+        f"nvcc {c.toolkit.version} at {c.toolkit.nvcc} ({c.toolkit.origin}): {c.problem}"
+        for c in rejected
+    )
+    raise BuildError(
+        f"no CUDA compiler here fits torch's CUDA {torch_cuda} ({seen}); install the matching "
+        f"compiler into this environment with: {command} (or set CUDA_HOME to a CUDA "
+        f"{torch_cuda} toolkit, or build without CUDA with USE_CUDA=0)"
+    )
 
 
 def check_toolkit_matches_torch(toolkit: CudaToolkit, torch_cuda: str) -> str | None:
@@ -157,9 +352,10 @@ def decide_cuda(
         if mode == "on" or requirement == "required":
             why = "USE_CUDA=1 asks for CUDA" if mode == "on" else f"{package} is CUDA-only"
             raise BuildError(
-                f"{why} but no CUDA toolkit was found (looked at CUDA_HOME, CUDA_PATH, "
-                f"/usr/local/cuda and nvcc on PATH); install the CUDA {torch_cuda} "
-                "toolkit (nvcc) and set CUDA_HOME to it"
+                f"{why} but no CUDA compiler was found (looked at CUDA_HOME, CUDA_PATH, "
+                f"this environment's pip packages, /usr/local/cuda and nvcc on PATH); "
+                f"install the one matching torch's CUDA {torch_cuda} with: "
+                f"{pip_compiler_command(torch_cuda)}"
             )
         return False
     return True

@@ -385,9 +385,16 @@ def _setup_kwargs(
     require_ninja(env)
 
     mode = knobs.use_cuda_mode(env)
-    toolkit = None
+    build_root = Path(env.get("SHARED_BUILD_DIR", "").strip() or "build")
+    chosen = None
     if config.cuda != "none" and mode != "off" and torch.version.cuda is not None:
-        toolkit = cuda_mod.find_cuda_toolkit(env)
+        # Where a pip compiler gets its CUDA_HOME-shaped folder of links: per torch, since
+        # each torch version pins its own CUDA.
+        cuda_home_dir = build_root / "cuda_home" / f"torch{torch.__version__}".replace("+", "_")
+        chosen = cuda_mod.select_toolkit(
+            env, torch.version.cuda, _site_dirs(torch), str(cuda_home_dir.resolve())
+        )
+    toolkit = chosen.toolkit if chosen else None
     with_cuda = cuda_mod.decide_cuda(mode, config.cuda, torch.version.cuda, toolkit, package)
 
     debug = knobs.is_debug(env)
@@ -416,10 +423,11 @@ def _setup_kwargs(
         warning = cuda_mod.check_toolkit_matches_torch(toolkit, torch.version.cuda)
         if warning:
             _log(f"warning: {warning}")
+        assert chosen is not None
         env["CUDA_HOME"] = toolkit.root
         # cpp_extension resolved CUDA_HOME when it was imported; make it use our choice.
         cpp_extension.CUDA_HOME = toolkit.root
-        include_dirs += cuda_mod.resolve_include_dirs(toolkit, _site_dirs(torch))
+        include_dirs += chosen.extra_include_dirs
         toolkit_archs = cuda_mod.parse_nvcc_gpu_codes(
             subprocess.run(
                 [toolkit.nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False
@@ -460,6 +468,7 @@ def _setup_kwargs(
         "torch": torch.__version__,
         "torch_cuda": torch.version.cuda,
         "cuda": str(toolkit.version) if with_cuda and toolkit else None,
+        "nvcc": toolkit.nvcc if with_cuda and toolkit else None,
         "arch_list": arch_list,
         "debug": debug,
         "python": platform.python_version(),
@@ -470,11 +479,9 @@ def _setup_kwargs(
     tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}"
     # One build folder per torch/Python/CUDA/debug combination: switching torch never
     # reuses objects compiled against other headers, and switching back recompiles nothing.
-    build_base = str(
-        Path(env.get("SHARED_BUILD_DIR", "").strip() or "build") / tag.replace("+", "_")
-    )
+    build_base = str(build_root / tag.replace("+", "_"))
     summary = (
-        f"{package}: CUDA {'on (toolkit ' + str(toolkit.version) + ' at ' + toolkit.root + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
+        f"{package}: CUDA {'on (nvcc ' + str(toolkit.version) + ' at ' + toolkit.nvcc + ', ' + toolkit.origin + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
         f", {'DEBUG -O0 -g' if debug else '-O3'}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
     )
     _log(summary)

@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -31,8 +33,17 @@ ROOT = Path(__file__).resolve().parent
 PACKAGES_DIR = ROOT / "packages"
 SHARED_BUILD = ROOT / "shared_build"
 ENVS_DIR = ROOT / ".nox" / "envs"
+# The torch releases of the matrix, oldest first, from requirements/torch-matrix.txt (the one
+# place that names them): 2.13.0 (CPU), 2.14.1 (CUDA 13.0), 2.15.0 (CUDA 13.2, the latest).
+SUPPORTED_TORCH = tuple(
+    line.split("#")[0].strip().removeprefix("torch==")
+    for line in (ROOT / "requirements" / "torch-matrix.txt").read_text().splitlines()
+    if line.split("#")[0].strip()
+)
 TORCH_VERSIONS = [
-    v.strip() for v in os.environ.get("TORCH_VERSIONS", "2.13.0,2.14.1").split(",") if v.strip()
+    v.strip()
+    for v in os.environ.get("TORCH_VERSIONS", ",".join(SUPPORTED_TORCH)).split(",")
+    if v.strip()
 ]
 # Build knobs (see shared_build): a change of any of them rebuilds every package.
 BUILD_KNOBS = (
@@ -50,6 +61,44 @@ BASE_REQUIREMENTS = ["setuptools>=70.1", "ninja", "packaging", "pytest", "numpy"
 _HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}
 
 nox.options.sessions = ["tests"]
+
+# shared_build names the NVIDIA compiler packages that match a torch's CUDA.
+sys.path.insert(0, str(SHARED_BUILD / "src"))
+from shared_build.cuda import pip_compiler_requirements  # noqa: E402
+
+
+def _pip_sources() -> list[str]:
+    """The find-links and extra indexes pip is configured with, as installer arguments.
+
+    uv reads no pip.conf; a machine whose pip.conf points at a local wheel mirror (torch
+    2.13.0+cpu lies in one here) must look the same to both installers.
+    """
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    args: list[str] = []
+    for line in out.splitlines():
+        key, _, value = line.partition("=")
+        option = key.rsplit(".", 1)[-1]
+        if option not in ("find-links", "extra-index-url"):
+            continue
+        for item in shlex.split(value)[0].split() if value else []:
+            pair = [f"--{option}", item]
+            if item and pair not in [args[i : i + 2] for i in range(0, len(args), 2)]:
+                args += pair
+    return args
+
+
+# uv installs the multi-GB CUDA builds of torch several times faster than pip (it downloads
+# in parallel); pip stays the fallback, and each venv keeps pip for the package builds.
+UV = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
 
 
 @dataclass(frozen=True)
@@ -130,20 +179,62 @@ class TorchEnv:
     def stamp(self, name: str) -> Path:
         return self.path / ".stamps" / name
 
+    def install_requirements(self, *requirements: str) -> None:
+        if UV:
+            self.run(
+                UV,
+                "pip",
+                "install",
+                "-q",
+                "--python",
+                self.python,
+                "--index-strategy",
+                "unsafe-best-match",
+                *_pip_sources(),
+                *requirements,
+            )
+        else:
+            self.pip("install", "-q", *requirements)
+
     def ensure(self, requirements: list[str]) -> TorchEnv:
-        """Create the venv if needed, with torch==version and the requirements."""
+        """Create the venv if needed, with torch==version, the requirements and, for a CUDA
+        build of torch, NVIDIA's compiler of the same CUDA version (so that no system toolkit
+        is needed and none of another version gets in the way)."""
         if not Path(self.python).exists():
             self.session.log(f"creating {self.path.relative_to(ROOT)}")
-            self.session.run(sys.executable, "-m", "venv", str(self.path), external=True)
-            self.pip("install", "-q", "--upgrade", "pip")
+            if UV:
+                self.session.run(
+                    UV,
+                    "venv",
+                    "-q",
+                    "--seed",
+                    "--python",
+                    sys.executable,
+                    str(self.path),
+                    external=True,
+                )
+            else:
+                self.session.run(sys.executable, "-m", "venv", str(self.path), external=True)
+                self.pip("install", "-q", "--upgrade", "pip")
         wanted = f"torch=={self.version}\n" + "\n".join(
             sorted(set(BASE_REQUIREMENTS + requirements))
         )
+        # The stamp also records that the compiler step exists, so that an environment made
+        # before it gets the compiler too.
+        stamp_text = wanted + "\n# + NVIDIA's pip compiler matching torch's CUDA"
         stamp = self.stamp("requirements")
-        if not stamp.exists() or stamp.read_text() != wanted:
-            self.pip("install", "-q", *wanted.split("\n"))
+        if not stamp.exists() or stamp.read_text() != stamp_text:
+            self.install_requirements(*wanted.split("\n"))
+            torch_cuda = self.torch_cuda
+            if torch_cuda is not None:
+                major = torch_cuda.split(".")[0]
+                # cuobjdump: the tests read which GPU architectures a library carries.
+                self.install_requirements(
+                    *pip_compiler_requirements(torch_cuda),
+                    f"nvidia-cuda-cuobjdump>={major},<{int(major) + 1}",
+                )
             stamp.parent.mkdir(exist_ok=True)
-            stamp.write_text(wanted)
+            stamp.write_text(stamp_text)
         else:
             self.session.log(f"torch {self.version} environment up to date")
         return self

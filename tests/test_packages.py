@@ -114,3 +114,52 @@ def test_all_packages_load_together():
     assert len(namespaces) == len(loaded)
     for module in loaded:
         assert ops_of(module.__name__)
+
+
+def _pip_nvcc_dirs() -> list[str]:
+    import site
+
+    from shared_build.cuda import pip_nvcc_dirs
+
+    return pip_nvcc_dirs(site.getsitepackages())
+
+
+def _cuda_packages() -> list[str]:
+    names = []
+    for root in PACKAGE_DIRS:
+        if list((root / "csrc").rglob("*.cu")):
+            names.append(root.name)
+    return names
+
+
+@pytest.mark.skipif(torch.version.cuda is None, reason="torch here is a CPU-only build")
+@pytest.mark.parametrize("name", _cuda_packages())
+def test_cuda_build_used_this_environments_compiler_and_carries_sm90(name: str):
+    """Under a CUDA torch, nox gives each environment NVIDIA's pip compiler of torch's CUDA
+    version; with CUDA_HOME unset the build must have used it, not a system nvcc of another
+    version, and the library must carry Hopper (sm_90) device code."""
+    import subprocess
+
+    module = import_or_skip(name)
+    info = module._build_info.BUILD_INFO
+    assert info.get("cuda"), (
+        f"{name} was built without its CUDA kernels under torch {torch.__version__}"
+    )
+    pip_dirs = _pip_nvcc_dirs()
+    if not pip_dirs or os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH"):
+        pytest.skip("no pip compiler in this environment, or CUDA_HOME chooses the compiler")
+    assert any(info["nvcc"].startswith(d) for d in pip_dirs), (
+        f"{name} was built with {info['nvcc']}, not this environment's pip compiler {pip_dirs}"
+    )
+    assert info["cuda"] == ".".join(torch.version.cuda.split(".")[:2])
+    cuobjdump = Path(pip_dirs[0]) / "bin" / "cuobjdump"
+    if not cuobjdump.is_file():
+        pytest.skip("no cuobjdump (nvidia-cuda-cuobjdump) in this environment")
+    libraries = sorted(Path(module.__file__).parent.glob("*.so"))
+    elves = subprocess.run(
+        [str(cuobjdump), "--list-elf", *map(str, libraries)],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert "sm_90" in elves, f"{name}: no sm_90 code in {libraries}: {elves!r}"

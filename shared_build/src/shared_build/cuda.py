@@ -88,17 +88,24 @@ def header_cuda_version(include_dirs: Sequence[str]) -> Version | None:
     return None
 
 
-def pip_compiler_command(torch_cuda: str) -> str:
-    """The pip command that installs NVIDIA's compiler matching torch's CUDA into this
-    environment. crt and nvvm are pinned with nvcc: left free, pip takes the newest, whose
-    PTX version the pinned ptxas does not know ("Unsupported .version")."""
+def pip_compiler_requirements(torch_cuda: str) -> list[str]:
+    """NVIDIA's pip packages that put an nvcc matching torch's CUDA into an environment.
+
+    crt and nvvm are pinned with nvcc: left free, pip takes the newest, whose PTX version
+    the pinned ptxas does not know ("Unsupported .version").
+    """
     wanted = Version(torch_cuda)
     series = f"{wanted.major}.{wanted.minor}.*"
     if wanted.major >= 13:
         names = ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm")
     else:  # CUDA 12 wheels carry the major version in their names and ship nvvm with nvcc
         names = (f"nvidia-cuda-nvcc-cu{wanted.major}",)
-    return "pip install " + " ".join(f'"{name}=={series}"' for name in names)
+    return [f"{name}=={series}" for name in names]
+
+
+def pip_compiler_command(torch_cuda: str) -> str:
+    """The pip command that installs the compiler matching torch's CUDA (one line)."""
+    return "pip install " + " ".join(f'"{r}"' for r in pip_compiler_requirements(torch_cuda))
 
 
 def pip_nvcc_dirs(

@@ -157,7 +157,7 @@ def test_pip_compiler_of_another_series_is_passed_over(tmp_path, no_system):
 def test_system_toolkit_that_fits(tmp_path, no_system):
     root = no_system("13.0")
     chosen = select({}, "13.0", [], tmp_path)
-    assert chosen.toolkit.root == str(root) and chosen.toolkit.origin == str(root)
+    assert chosen.toolkit.root == str(root) and chosen.toolkit.origin == "the default location"
 
 
 def test_wrapper_on_path_resolves_to_its_toolkit(tmp_path, no_system):
@@ -176,13 +176,14 @@ def test_system_nvcc_against_newer_pip_headers_is_refused_before_compiling(tmp_p
     """torch 2.15 (CUDA 13.2) with a CUDA 13.0 toolkit lacking the math headers: torch's pip
     headers (13.2) would meet nvcc 13.0 and CCCL's #error; the build stops first and says
     which compiler to install."""
-    no_system("13.0", headers=("cuda_runtime_api.h",))
+    root = no_system("13.0", headers=("cuda_runtime_api.h",))
     site = tmp_path / "site-packages"
     make_includes(site / "nvidia" / "cu13" / "include", "13.2")
     with pytest.raises(BuildError) as error:
-        select({}, "13.2", [site], tmp_path)
+        select({}, "13.2", [site], tmp_path, which=lambda _: str(root / "bin" / "nvcc"))
     message = str(error.value)
     assert message.startswith("no CUDA compiler here fits torch's CUDA 13.2 (nvcc 13.0 at ")
+    assert message.count("nvcc 13.0 at") == 1, "one toolkit reached two ways is named once"
     assert "the CUDA headers it would compile against" in message and "are CUDA 13.2" in message
     assert (
         'install the matching compiler into this environment with: pip install "nvidia-cuda-nvcc==13.2.*"'

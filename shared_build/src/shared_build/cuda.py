@@ -226,7 +226,7 @@ def system_nvccs(
     found = []
     default = os.path.join(DEFAULT_CUDA_HOME, "bin", "nvcc")
     if is_file(default):
-        found.append((default, DEFAULT_CUDA_HOME))
+        found.append((default, "the default location"))
     on_path = which("nvcc")
     if on_path and all(os.path.realpath(on_path) != os.path.realpath(n) for n, _ in found):
         found.append((on_path, "nvcc on PATH"))
@@ -284,9 +284,13 @@ def select_toolkit(
             return candidate
         rejected.append(candidate)
 
+    seen_roots: set[str] = set()
     for nvcc, origin in system_nvccs(env, which, is_file):
-        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
         root = nvcc_home(nvcc, run_nvcc)
+        if os.path.realpath(root) in seen_roots:  # /usr/local/cuda and a wrapper on PATH
+            continue
+        seen_roots.add(os.path.realpath(root))
+        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
         real_nvcc = os.path.join(root, "bin", "nvcc")
         found = CudaToolkit(root, real_nvcc if is_file(real_nvcc) else nvcc, version, origin)
         candidate = evaluate(found, torch_cuda, site_dirs)

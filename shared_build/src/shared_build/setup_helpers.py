@@ -130,6 +130,34 @@ def is_metadata_only(argv: Sequence[str]) -> bool:
     return not any(arg in BUILD_COMMANDS for arg in argv[1:])
 
 
+# PEP 517 hooks that lead to a wheel. setuptools' build_meta runs setup.py (as egg_info or
+# dist_info, which need no torch) already in the first of them, get_requires_for_build_wheel,
+# before pip resolves the package's runtime dependencies: torch>=2.6 there is about 3 GB.
+WHEEL_HOOKS = frozenset(
+    {
+        "get_requires_for_build_wheel",
+        "prepare_metadata_for_build_wheel",
+        "build_wheel",
+        "get_requires_for_build_editable",
+        "prepare_metadata_for_build_editable",
+        "build_editable",
+    }
+)
+
+
+def wheel_hook(orig_argv: Sequence[str]) -> str | None:
+    """The PEP 517 wheel hook this process runs, or None (an sdist hook, or setup.py itself).
+
+    Front ends (pip, build) run each hook in a fresh interpreter through pyproject_hooks'
+    in-process runner, whose command line is ``python .../_in_process.py <hook> <dir>``.
+    """
+    for index, arg in enumerate(orig_argv[:-1]):
+        if os.path.basename(arg).startswith("_in_process.py"):
+            hook = orig_argv[index + 1]
+            return hook if hook in WHEEL_HOOKS else None
+    return None
+
+
 def collect_sources(root: Path, with_cuda: bool) -> list[str]:
     """csrc/**/*.cpp, plus *.cu and anything under a cuda/ folder when building CUDA.
 
@@ -352,13 +380,19 @@ def setup_kwargs(package_root: str | os.PathLike[str], **overrides: Any) -> dict
     build_info (a dict recorded in _build_info.py, e.g. which backend was compiled in).
     """
     try:
-        return _setup_kwargs(Path(package_root), os.environ, sys.argv, overrides)
+        return _setup_kwargs(
+            Path(package_root), os.environ, sys.argv, overrides, getattr(sys, "orig_argv", ())
+        )
     except BuildError as error:
         raise SystemExit(f"error: {error}") from None
 
 
 def _setup_kwargs(
-    root: Path, env: dict[str, str], argv: Sequence[str], overrides: Mapping[str, Any]
+    root: Path,
+    env: dict[str, str],
+    argv: Sequence[str],
+    overrides: Mapping[str, Any],
+    orig_argv: Sequence[str] = (),
 ) -> dict[str, Any]:
     root = root.resolve()
     if root.is_file():
@@ -377,6 +411,10 @@ def _setup_kwargs(
         "cmdclass": {"sdist": _make_sdist(root)},
     }
     if is_metadata_only(argv):
+        # Building a wheel without torch cannot end well: say so in the front end's first
+        # hook, before it downloads the runtime dependencies. An sdist needs no torch.
+        if wheel_hook(orig_argv) is not None:
+            import_torch(package)
         return kwargs
 
     torch = import_torch(package)

@@ -92,6 +92,43 @@ def pip_wheel(root: Path, out: Path, env: dict[str, str]) -> subprocess.Complete
     )  # fmt: skip
 
 
+def test_build_leaves_the_source_tree_as_it_was(tmp_path):
+    root = make_package(tmp_path)
+    before = files_under(root)
+    env = build_env(tmp_path)
+    result = pip_wheel(root, tmp_path / "wheels", env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert list((tmp_path / "wheels").glob("tiny_op-*.whl"))
+    assert files_under(root) == before  # no build/, no src/tiny_op.egg-info
+    assert not list(Path(env["TMPDIR"]).glob("shared_build-*")), "the build folder stays"
+
+
+def test_failed_build_leaves_the_source_tree_as_it_was(tmp_path):
+    root = make_package(tmp_path, source="#include <torch/library.h>\nthis is not C++;\n")
+    before = files_under(root)
+    env = build_env(tmp_path)
+    result = pip_wheel(root, tmp_path / "wheels", env)
+    assert result.returncode != 0
+    assert "this is not C++" in result.stdout + result.stderr  # it failed compiling
+    assert files_under(root) == before
+    assert not list(Path(env["TMPDIR"]).glob("shared_build-*"))
+
+
+def test_shared_build_dir_keeps_the_objects_for_the_next_build(tmp_path):
+    root = make_package(tmp_path)
+    before = files_under(root)
+    keep = tmp_path / "kept"
+    env = build_env(tmp_path, SHARED_BUILD_DIR=str(keep))
+    first = pip_wheel(root, tmp_path / "wheels", env)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    (obj,) = (keep / "tiny_op").glob("torch*/temp.*/csrc/tiny_op.o")
+    stamp = obj.stat().st_mtime_ns
+    second = pip_wheel(root, tmp_path / "wheels2", env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert obj.stat().st_mtime_ns == stamp, "the rebuild compiled again"
+    assert files_under(root) == before
+
+
 @pytest.fixture(scope="module")
 def no_torch_python(tmp_path_factory) -> tuple[Path, Path]:
     """A virtual environment without torch, and a wheelhouse with only the build tools."""

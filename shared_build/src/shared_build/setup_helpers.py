@@ -9,6 +9,7 @@ setup.py prints it without a traceback.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import platform
@@ -17,6 +18,7 @@ import shutil
 import site
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -387,6 +389,29 @@ def setup_kwargs(package_root: str | os.PathLike[str], **overrides: Any) -> dict
         raise SystemExit(f"error: {error}") from None
 
 
+def build_root(env: Mapping[str, str], package: str) -> Path:
+    """The out-of-tree folder for the package's build folders and its egg-info.
+
+    SHARED_BUILD_DIR/<package> when set (kept: ninja's objects make the next build
+    incremental), else a temporary folder removed when this process ends, built or failed:
+    a plain ``pip install ./packages/<name>`` leaves nothing in the source tree.
+    """
+    chosen = env.get("SHARED_BUILD_DIR", "").strip()
+    if chosen:
+        root = Path(chosen).resolve() / package
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+    root = Path(tempfile.mkdtemp(prefix=f"shared_build-{package}-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+def _egg_info_options(base: Path) -> dict[str, str]:
+    folder = base / "egg-info"
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"egg_base": str(folder)}
+
+
 def _setup_kwargs(
     root: Path,
     env: dict[str, str],
@@ -415,6 +440,8 @@ def _setup_kwargs(
         # hook, before it downloads the runtime dependencies. An sdist needs no torch.
         if wheel_hook(orig_argv) is not None:
             import_torch(package)
+            # build_meta runs egg_info here, which writes src/<name>.egg-info by default.
+            kwargs["options"] = {"egg_info": _egg_info_options(build_root(env, package))}
         return kwargs
 
     torch = import_torch(package)
@@ -508,9 +535,8 @@ def _setup_kwargs(
     tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}"
     # One build folder per torch/Python/CUDA/debug combination: switching torch never
     # reuses objects compiled against other headers, and switching back recompiles nothing.
-    build_base = str(
-        Path(env.get("SHARED_BUILD_DIR", "").strip() or "build") / tag.replace("+", "_")
-    )
+    out_of_tree = build_root(env, package)
+    build_base = str(out_of_tree / tag.replace("+", "_"))
     summary = (
         f"{package}: CUDA {'on (toolkit ' + str(toolkit.version) + ' at ' + toolkit.root + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
         f", {'DEBUG -O0 -g' if debug else '-O3'}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
@@ -519,7 +545,10 @@ def _setup_kwargs(
 
     kwargs["ext_modules"] = [extension]
     kwargs["cmdclass"]["build_ext"] = _make_build_ext(info, config.python_module)
-    kwargs["options"] = {"build": {"build_base": build_base}}
+    kwargs["options"] = {
+        "build": {"build_base": build_base},
+        "egg_info": _egg_info_options(out_of_tree),
+    }
     if config.limited_api:
         kwargs["options"]["bdist_wheel"] = {"py_limited_api": "cp310"}
     return kwargs

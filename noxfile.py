@@ -11,7 +11,8 @@
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
 sessions and kept between runs. A package is rebuilt only when its files, shared_build or
 a build knob changed; its build folder (.nox/build/<package>/<torch tag>) keeps ninja's
-objects, so even a rebuild compiles only what changed.
+objects, so even a rebuild compiles only what changed. Every build has WERROR=1: our
+sources compile warning-free at -Wall -Wextra.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ BUILD_KNOBS = (
     "DEBUG",
     "CXX",
     "MAX_JOBS",
+    "WERROR",
 )
 # Where nox's builds keep their objects between runs (shared_build's default is a temporary
 # folder, so that a plain pip install leaves nothing in the source tree).
@@ -198,8 +200,11 @@ class TorchEnv:
 
 
 def build_env() -> dict[str, str]:
-    """Build knobs of every nox build: a build folder kept between runs."""
-    return {"SHARED_BUILD_DIR": os.environ.get("SHARED_BUILD_DIR") or str(BUILD_DIR)}
+    """Build knobs of every nox build: a kept build folder, and our sources warning-free."""
+    return {
+        "SHARED_BUILD_DIR": os.environ.get("SHARED_BUILD_DIR") or str(BUILD_DIR),
+        "WERROR": os.environ.get("WERROR") or "1",
+    }
 
 
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:

@@ -76,6 +76,26 @@ def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
     return args
 
 
+def is_werror(env: Mapping[str, str]) -> bool:
+    """WERROR=1 turns every warning of our own sources into an error (CI sets it)."""
+    return parse_flag(env, "WERROR")
+
+
+def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
+    """-Wall -Wextra -Werror for the package's own sources, under WERROR=1.
+
+    The headers of torch, Python and external libraries are not ours to fix: -isystem makes
+    them system headers, whose warnings GCC and Clang do not report (a folder given with
+    both -I and -isystem is searched as a system folder).
+    """
+    if not werror:
+        return []
+    args = ["-Wall", "-Wextra", "-Werror"]
+    for folder in system_include_dirs:
+        args += ["-isystem", folder]
+    return args
+
+
 def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:
     """-fopenmp for the host compiler when torch's intra-op parallelism is OpenMP.
 

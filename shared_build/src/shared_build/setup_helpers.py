@@ -18,6 +18,7 @@ import shutil
 import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -496,6 +497,17 @@ def _setup_kwargs(
         env["TORCH_CUDA_ARCH_LIST"] = arch_list
         define_macros.append(("WITH_CUDA", None))
 
+    werror = knobs.is_werror(env)
+    ours = {str(INCLUDE_DIR), str(root / "csrc")}
+    compile_args["cxx"] += knobs.warning_args(
+        werror,
+        [
+            *cpp_extension.include_paths("cuda" if with_cuda else "cpu"),
+            sysconfig.get_path("include"),
+            *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
+        ],
+    )
+
     jobs = knobs.max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), with_cuda)
     env["MAX_JOBS"] = str(jobs)
 
@@ -539,7 +551,7 @@ def _setup_kwargs(
     build_base = str(out_of_tree / tag.replace("+", "_"))
     summary = (
         f"{package}: CUDA {'on (toolkit ' + str(toolkit.version) + ' at ' + toolkit.root + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
-        f", {'DEBUG -O0 -g' if debug else '-O3'}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
+        f", {'DEBUG -O0 -g' if debug else '-O3'}{', WERROR -Wall -Wextra -Werror' if werror else ''}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
     )
     _log(summary)
 

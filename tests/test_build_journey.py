@@ -19,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -98,9 +99,13 @@ def test_build_leaves_the_source_tree_as_it_was(tmp_path):
     env = build_env(tmp_path)
     result = pip_wheel(root, tmp_path / "wheels", env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert list((tmp_path / "wheels").glob("tiny_op-*.whl"))
+    (wheel,) = (tmp_path / "wheels").glob("tiny_op-*.whl")
     assert files_under(root) == before  # no build/, no src/tiny_op.egg-info
     assert not list(Path(env["TMPDIR"]).glob("shared_build-*")), "the build folder stays"
+    # A release build carries no debug info (Python's CFLAGS bring -g; DEBUG=1 keeps it).
+    with zipfile.ZipFile(wheel) as archive:
+        (library,) = [n for n in archive.namelist() if n.endswith(".so")]
+        assert b".debug_info" not in archive.read(library)
 
 
 def test_failed_build_leaves_the_source_tree_as_it_was(tmp_path):

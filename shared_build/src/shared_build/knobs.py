@@ -67,7 +67,9 @@ def is_debug(env: Mapping[str, str]) -> bool:
 
 def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
     """Optimisation flags for the host compiler and for nvcc."""
-    cxx = ["-O0", "-g"] if debug else ["-O3"]
+    # Python's CFLAGS, which setuptools puts first on every compile line, carry -g: -g0 (the
+    # later flag wins) keeps debug info out of release libraries (gc_cpp: 11.6 MB -> 0.3 MB).
+    cxx = ["-O0", "-g"] if debug else ["-O3", "-g0"]
     args = {"cxx": cxx}
     if with_cuda:
         # -lineinfo keeps compute-sanitizer and Nsight able to point at source lines at no

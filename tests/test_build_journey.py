@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import venv
 import zipfile
@@ -197,8 +198,13 @@ def test_sdist_builds_through_the_hooks_without_torch(tmp_path, no_torch_python)
     assert tools.returncode == 0, tools.stderr[-3000:]
     assert run(str(python), "-c", "import torch").returncode != 0
     root = make_package(tmp_path)
+    before = files_under(root)
     out = tmp_path / "sdist"
     out.mkdir()
     result = run(str(python), "-c", SDIST_HOOKS, str(root), str(out))
     assert result.returncode == 0, result.stderr[-3000:]
-    assert (out / "tiny_op-0.1.0.tar.gz").is_file()
+    with tarfile.open(out / "tiny_op-0.1.0.tar.gz") as sdist:
+        names = sdist.getnames()
+    assert {"tiny_op-0.1.0/PKG-INFO", "tiny_op-0.1.0/csrc/tiny_op.cpp"} <= set(names)
+    assert "tiny_op-0.1.0/_vendor/shared_build/setup_helpers.py" in names
+    assert files_under(root) == before  # no src/tiny_op.egg-info either

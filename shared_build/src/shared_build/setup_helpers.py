@@ -441,8 +441,9 @@ def _setup_kwargs(
         # hook, before it downloads the runtime dependencies. An sdist needs no torch.
         if wheel_hook(orig_argv) is not None:
             import_torch(package)
-            # build_meta runs egg_info here, which writes src/<name>.egg-info by default.
-            kwargs["options"] = {"egg_info": _egg_info_options(build_root(env, package))}
+        # egg_info (get_requires_*, sdist) writes src/<name>.egg-info by default; an sdist
+        # needs only the PKG-INFO it copies from there.
+        kwargs["options"] = {"egg_info": _egg_info_options(build_root(env, package))}
         return kwargs
 
     torch = import_torch(package)

@@ -10,8 +10,9 @@
 
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
 sessions and kept between runs. A package is rebuilt only when its files, shared_build or
-a build knob changed; its build folder (build/<torch tag>) keeps ninja's objects, so even a
-rebuild compiles only what changed.
+a build knob changed; its build folder (.nox/build/<package>/<torch tag>) keeps ninja's
+objects, so even a rebuild compiles only what changed. Every build has WERROR=1: our
+sources compile warning-free at -Wall -Wextra.
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ BUILD_KNOBS = (
     "DEBUG",
     "CXX",
     "MAX_JOBS",
+    "WERROR",
 )
+# Where nox's builds keep their objects between runs (shared_build's default is a temporary
+# folder, so that a plain pip install leaves nothing in the source tree).
+BUILD_DIR = ROOT / ".nox" / "build"
 BASE_REQUIREMENTS = ["setuptools>=70.1", "ninja", "packaging", "pytest", "numpy", "hatchling"]
 _HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}
 
@@ -256,8 +261,9 @@ class TorchEnv:
             return
         start = time.perf_counter()
         self.pip(
-            "install", "-q", "--no-build-isolation", "--no-deps", "--force-reinstall", str(path)
-        )
+            "install", "-q", "--no-build-isolation", "--no-deps", "--force-reinstall", str(path),
+            env=build_env(),
+        )  # fmt: skip
         self.build_seconds[name] = time.perf_counter() - start
         stamp.parent.mkdir(exist_ok=True)
         stamp.write_text(digest)
@@ -282,6 +288,14 @@ class TorchEnv:
         built = ", ".join(n for n in self.built if n != "shared_build") or "none"
         skipped = "; ".join(f"{n} ({why})" for n, why in self.skipped.items()) or "none"
         return f"torch {self.version}: built {built}; skipped {skipped}"
+
+
+def build_env() -> dict[str, str]:
+    """Build knobs of every nox build: a kept build folder, and our sources warning-free."""
+    return {
+        "SHARED_BUILD_DIR": os.environ.get("SHARED_BUILD_DIR") or str(BUILD_DIR),
+        "WERROR": os.environ.get("WERROR") or "1",
+    }
 
 
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
@@ -381,6 +395,7 @@ def build(session: nox.Session) -> None:
                 "-w",
                 str(out),
                 str(package.root),
+                env=build_env(),
             )
             with session.chdir(package.root):
                 env.run(env.python, "setup.py", "-q", "sdist", "-d", str(out))

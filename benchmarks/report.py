@@ -193,7 +193,13 @@ def render(runs: dict[str, dict]) -> str:
         ]
         out.append(markdown_table(header, rows))
     builds = [
-        [package, version, f"{b['clean_build_s']:.1f}", f"{b['noop_rebuild_s']:.1f}"]
+        [
+            package,
+            version,
+            f"{b['clean_build_s']:.1f}",
+            f"{b['noop_rebuild_s']:.1f}",
+            f"{b['wheel_mb']:.2f}" if "wheel_mb" in b else "-",  # raw files before sizes
+        ]
         for version, data in runs.items()
         for package, b in data.get("builds", {}).items()
     ]
@@ -202,11 +208,14 @@ def render(runs: dict[str, dict]) -> str:
             "",
             "## Builds",
             "",
-            "`pip wheel --no-build-isolation` with a fresh build folder, then again (no-op).",
+            "`pip wheel --no-build-isolation` with a fresh build folder, then again (no-op);"
+            " the wheel's size (release build, no debug info; - in runs from before it was measured).",
             "",
         ]
         out.append(
-            markdown_table(["package", "torch", "clean build (s)", "no-op rebuild (s)"], builds)
+            markdown_table(
+                ["package", "torch", "clean build (s)", "no-op rebuild (s)", "wheel (MB)"], builds
+            )
         )
     skipped = [
         f"- torch {v}: {p} skipped: {why}"

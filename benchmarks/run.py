@@ -41,7 +41,8 @@ def load(path: Path):
 
 
 def build_times(package_root: Path) -> dict[str, float]:
-    """Wall seconds of a clean `pip wheel` (fresh build folder) and of the same again (no-op)."""
+    """Wall seconds of a clean `pip wheel` (fresh build folder) and of the same again (no-op),
+    and the size of the wheel."""
     with tempfile.TemporaryDirectory(prefix="bench-build-") as scratch:
         env = {**os.environ, "SHARED_BUILD_DIR": str(Path(scratch) / "build")}
         command = [
@@ -53,7 +54,13 @@ def build_times(package_root: Path) -> dict[str, float]:
             start = time.perf_counter()
             subprocess.run(command, check=True, env=env, capture_output=True)
             seconds.append(time.perf_counter() - start)
-    return {"clean_build_s": round(seconds[0], 2), "noop_rebuild_s": round(seconds[1], 2)}
+        (wheel,) = (Path(scratch) / "wheels").glob("*.whl")
+        size = wheel.stat().st_size
+    return {
+        "clean_build_s": round(seconds[0], 2),
+        "noop_rebuild_s": round(seconds[1], 2),
+        "wheel_mb": round(size / 1e6, 3),
+    }
 
 
 def main() -> int:

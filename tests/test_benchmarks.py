@@ -72,7 +72,7 @@ def raw(version: str, ours_small: float, eager_small: float, eager_large: float)
         "goals": GOALS,
         "notes": [f"a note from {version}"],
         "skipped": {"toy_cuda": "CUDA-only"},
-        "builds": {"toy": {"clean_build_s": 12.34, "noop_rebuild_s": 1.5}},
+        "builds": {"toy": {"clean_build_s": 12.34, "noop_rebuild_s": 1.5, "wheel_mb": 0.4567}},
         "failures": {},
     }
 
@@ -84,7 +84,10 @@ def raw_files(tmp_path: Path) -> list[Path]:
     files = []
     for version, args in (("1.0.0", (1e-6, 2e-6, 1.2e-3)), ("1.1.0", (1.05e-6, 3e-6, 1.6e-3))):
         path = tmp_path / f"torch-{version}.json"
-        path.write_text(json.dumps(raw(version, *args)))
+        data = raw(version, *args)
+        if version == "1.0.0":  # a raw file from before wheel sizes were measured
+            del data["builds"]["toy"]["wheel_mb"]
+        path.write_text(json.dumps(data))
         files.append(path)
     return files
 
@@ -130,8 +133,8 @@ def test_machine_builds_and_notes_are_reported(raw_files):
     text = report.render(report.load(raw_files))
     assert "- torch 1.0.0 (CUDA none): Test CPU, 2 cores (2 torch threads, AVX2)" in text
     assert rows_of(text, "toy")[-2:] == [
-        ["toy", "1.0.0", "12.3", "1.5"],
-        ["toy", "1.1.0", "12.3", "1.5"],
+        ["toy", "1.0.0", "12.3", "1.5", "-"],
+        ["toy", "1.1.0", "12.3", "1.5", "0.46"],
     ]
     assert "- torch 1.1.0: toy_cuda skipped: CUDA-only" in text
     assert "- torch 1.0.0: a note from 1.0.0" in text

@@ -30,6 +30,8 @@ CHECK = textwrap.dedent(
     """
 )
 
+REBUILD_COMMAND = "from add_ext import _build_info as b; print(b.rebuild_command(b.BUILD_INFO))"
+
 pytestmark = pytest.mark.slow
 
 
@@ -124,6 +126,10 @@ def test_sdist_builds_without_the_repository(artifacts, clean_env):
     assert result.returncode == 0, result.stderr[-3000:]
     out = run(str(clean_env), "-c", CHECK, cwd=clean_env.parent).stdout
     assert out.startswith("ok"), out
+    # pip built it in a temporary folder, deleted since: the mismatch sentence's rebuild
+    # command must name the sdist, not the bare name that no index serves.
+    command = run(str(clean_env), "-c", REBUILD_COMMAND, cwd=clean_env.parent).stdout.strip()
+    assert command.endswith(f"--force-reinstall --no-deps {artifacts['sdist']}"), command
     run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "add_ext")
 
 

@@ -55,9 +55,20 @@ def test_debug_rejects_unknown_values():
         knobs.is_debug({"DEBUG": "2"})
 
 
+def test_werror_adds_warnings_and_makes_other_headers_system_headers():
+    assert knobs.is_werror({"WERROR": "1"}) and not knobs.is_werror({})
+    assert knobs.warning_args(False, ["/torch/include"]) == []
+    assert knobs.warning_args(True, ["/torch/include", "/py"]) == [
+        "-Wall", "-Wextra", "-Werror", "-isystem", "/torch/include", "-isystem", "/py",
+    ]  # fmt: skip
+    with pytest.raises(BuildError, match="WERROR='maybe' is not understood"):
+        knobs.is_werror({"WERROR": "maybe"})
+
+
 def test_compile_args_release_and_debug():
     release = knobs.compile_args(debug=False, with_cuda=True)
-    assert release["cxx"] == ["-O3"]
+    # -g0: Python's CFLAGS bring -g, and a release library carries no debug info.
+    assert release["cxx"] == ["-O3", "-g0"]
     assert "-O3" in release["nvcc"] and "-lineinfo" in release["nvcc"]
     debug = knobs.compile_args(debug=True, with_cuda=True)
     assert debug["cxx"] == ["-O0", "-g"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+from importlib import metadata
 
 import pytest
 
@@ -81,7 +83,63 @@ def test_rebuild_command_points_at_the_source_when_it_exists(tmp_path):
     assert runtime.rebuild_command({**INFO, "source_dir": str(tmp_path)}) == (
         f"pip install --no-build-isolation --force-reinstall --no-deps {tmp_path}"
     )
-    assert runtime.rebuild_command(INFO).endswith("--no-deps add_ext")
+
+
+class FakeDistribution:
+    def __init__(self, direct_url):
+        self.direct_url = direct_url
+
+    def read_text(self, name):
+        assert name == "direct_url.json"
+        return None if self.direct_url is None else json.dumps(self.direct_url)
+
+
+def installed_from(monkeypatch, direct_url):
+    monkeypatch.setattr(metadata, "distribution", lambda name: FakeDistribution(direct_url))
+    return runtime.rebuild_command(INFO)
+
+
+def test_rebuild_command_after_an_sdist_install_names_the_sdist(tmp_path, monkeypatch):
+    """pip built an sdist in a temporary folder, gone since: the command names the sdist."""
+    sdist = tmp_path / "add_ext-0.1.0.tar.gz"
+    sdist.write_bytes(b"")
+    command = installed_from(monkeypatch, {"url": sdist.as_uri(), "archive_info": {}})
+    assert command == f"pip install --no-build-isolation --force-reinstall --no-deps {sdist}"
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected"),
+    [
+        (
+            {"url": "https://example.org/add_ext-0.1.0.tar.gz", "archive_info": {}},
+            "--no-deps https://example.org/add_ext-0.1.0.tar.gz",
+        ),
+        (
+            {"url": "https://example.org/r.git", "vcs_info": {"vcs": "git", "commit_id": "abc"}},
+            "--no-deps git+https://example.org/r.git@abc",
+        ),
+    ],
+)
+def test_rebuild_command_names_the_url_installed_from(monkeypatch, direct_url, expected):
+    assert installed_from(monkeypatch, direct_url).endswith(expected)
+
+
+@pytest.mark.parametrize(
+    "direct_url",
+    [
+        None,  # installed from an index: the bare name is on no index
+        {"url": "file:///nonexistent/add_ext-0.1.0.tar.gz", "archive_info": {}},  # sdist deleted
+        {"url": "file:///dist/add_ext-0.1.0-cp311-cp311-linux_x86_64.whl", "archive_info": {}},
+    ],
+)
+def test_rebuild_command_says_what_to_reinstall_from_when_nothing_is_left(monkeypatch, direct_url):
+    """Never the bare package name (pip: No matching distribution found for add_ext)."""
+    command = installed_from(monkeypatch, direct_url)
+    assert not command.endswith("--no-deps add_ext")
+    assert command == (
+        "pip install --no-build-isolation --force-reinstall --no-deps <add_ext's source folder "
+        "or sdist> (the folder it was built in, /nonexistent/packages/add_ext, no longer exists)"
+    )
 
 
 def load_generated(tmp_path, info):

@@ -171,6 +171,56 @@ def test_build_without_torch_says_no_build_isolation(tmp_path, monkeypatch):
         setup_helpers._setup_kwargs(root, {}, ["setup.py", "bdist_wheel"], {})
 
 
+RUNNER = "/tmp/pip-env/lib/python3.11/site-packages/pip/_vendor/pyproject_hooks/_in_process/_in_process.py"
+
+
+@pytest.mark.parametrize(
+    ("orig_argv", "hook"),
+    [
+        (
+            ["python", RUNNER, "get_requires_for_build_wheel", "/tmp/x"],
+            "get_requires_for_build_wheel",
+        ),
+        (["python", RUNNER, "build_editable", "/tmp/x"], "build_editable"),
+        (["python", RUNNER, "get_requires_for_build_sdist", "/tmp/x"], None),
+        (["python", RUNNER, "build_sdist", "/tmp/x"], None),
+        (["python", "setup.py", "egg_info"], None),
+        ([], None),
+    ],
+)
+def test_wheel_hook(orig_argv, hook):
+    assert setup_helpers.wheel_hook(orig_argv) == hook
+
+
+def hide_torch(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+
+
+def test_wheel_hook_without_torch_fails_before_any_download(tmp_path, monkeypatch):
+    """pip's first wheel hook runs setup.py egg_info: fail there, before pip fetches torch."""
+    root = make_package(tmp_path)
+    hide_torch(monkeypatch)
+    orig_argv = ["python", RUNNER, "get_requires_for_build_wheel", "/tmp/x"]
+    with pytest.raises(BuildError, match=r"needs torch, .* pip install --no-build-isolation"):
+        setup_helpers._setup_kwargs(root, {}, ["setup.py", "egg_info"], {}, orig_argv)
+
+
+def test_sdist_hook_without_torch_works(tmp_path, monkeypatch):
+    root = make_package(tmp_path)
+    hide_torch(monkeypatch)
+    orig_argv = ["python", RUNNER, "build_sdist", "/tmp/x"]
+    kwargs = setup_helpers._setup_kwargs(root, {}, ["setup.py", "sdist"], {}, orig_argv)
+    assert "ext_modules" not in kwargs
+
+
 def test_setup_kwargs_exits_with_the_sentence(tmp_path, monkeypatch):
     root = make_package(tmp_path, 'cuda = "sometimes"\n', files=("csrc/a.cu",))
     with pytest.raises(SystemExit) as excinfo:

@@ -13,7 +13,8 @@ Knobs (environment variables, all optional):
 - ``MAX_JOBS``: parallel compile jobs (default: what cores and free memory allow)
 - ``DEBUG=1``: -O0 -g (device code -G) instead of -O3
 - ``CXX``: the C++ compiler (default c++)
-- ``SHARED_BUILD_DIR``: where build/<torch tag> folders go (default: build/ in the package)
+- ``SHARED_BUILD_DIR``: where <package>/<torch tag> build folders go, kept for incremental
+  rebuilds (default: a temporary folder removed after the build; nothing in the source tree)
 """
 
 from .cuda import DEFAULT_ARCH_LIST

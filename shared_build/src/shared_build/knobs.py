@@ -67,12 +67,34 @@ def is_debug(env: Mapping[str, str]) -> bool:
 
 def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
     """Optimisation flags for the host compiler and for nvcc."""
-    cxx = ["-O0", "-g"] if debug else ["-O3"]
+    # Python's CFLAGS, which setuptools puts first on every compile line, carry -g: -g0 (the
+    # later flag wins) keeps debug info out of release libraries (gc_cpp: 11.6 MB -> 0.3 MB).
+    cxx = ["-O0", "-g"] if debug else ["-O3", "-g0"]
     args = {"cxx": cxx}
     if with_cuda:
         # -lineinfo keeps compute-sanitizer and Nsight able to point at source lines at no
         # cost to the generated code; -G (device debug) disables optimisation entirely.
         args["nvcc"] = ["-O0", "-g", "-G"] if debug else ["-O3", "-lineinfo"]
+    return args
+
+
+def is_werror(env: Mapping[str, str]) -> bool:
+    """WERROR=1 turns every warning of our own sources into an error (CI sets it)."""
+    return parse_flag(env, "WERROR")
+
+
+def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
+    """-Wall -Wextra -Werror for the package's own sources, under WERROR=1.
+
+    The headers of torch, Python and external libraries are not ours to fix: -isystem makes
+    them system headers, whose warnings GCC and Clang do not report (a folder given with
+    both -I and -isystem is searched as a system folder).
+    """
+    if not werror:
+        return []
+    args = ["-Wall", "-Wextra", "-Werror"]
+    for folder in system_include_dirs:
+        args += ["-isystem", folder]
     return args
 
 

@@ -45,12 +45,52 @@ def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | 
     return None
 
 
-def rebuild_command(info: dict[str, Any]) -> str:
-    """The pip command that rebuilds the package against the torch in this environment."""
+def _installed_from(package: str) -> str | None:
+    """Where pip installed the package from, if that can be built again: a source folder, an
+    sdist or a URL from the install's direct_url.json (PEP 610); None for a wheel or an index.
+    """
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        record = json.loads(metadata.distribution(package).read_text("direct_url.json") or "")
+    except (metadata.PackageNotFoundError, ValueError, OSError):
+        return None
+    url = record.get("url", "") if isinstance(record, dict) else ""
+    if not url or url.endswith(".whl"):  # reinstalling a wheel would not rebuild anything
+        return None
+    vcs = record.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs"):
+        commit = vcs.get("commit_id")
+        return f"{vcs['vcs']}+{url}" + (f"@{commit}" if commit else "")
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        path = unquote(parsed.path)
+        return path if os.path.exists(path) else None
+    return url
+
+
+def rebuild_command(info: dict[str, Any], installed_from: str | None = None) -> str:
+    """The pip command that rebuilds the package against the torch in this environment.
+
+    The build's own source folder is gone after an install from an sdist (pip built it in a
+    temporary folder), and the bare package name is not on any index; then the command
+    names what pip installed it from, or says plainly what to put in its place.
+    """
+    command = "pip install --no-build-isolation --force-reinstall --no-deps"
+    package = info.get("package", "<package>")
     source = info.get("source_dir")
-    if not source or not os.path.isdir(source):
-        source = info.get("package", "<package>")
-    return f"pip install --no-build-isolation --force-reinstall --no-deps {source}"
+    if source and os.path.isdir(source):
+        return f"{command} {source}"
+    if installed_from is None:
+        installed_from = _installed_from(package)
+    if installed_from:
+        return f"{command} {installed_from}"
+    return (
+        f"{command} <{package}'s source folder or sdist> (the folder it was built in, "
+        f"{source or 'not recorded'}, no longer exists)"
+    )
 
 
 def check_compatible(info: dict[str, Any] | None = None) -> None:

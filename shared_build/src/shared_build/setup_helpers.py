@@ -9,6 +9,7 @@ setup.py prints it without a traceback.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import platform
@@ -17,6 +18,8 @@ import shutil
 import site
 import subprocess
 import sys
+import sysconfig
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,6 +131,34 @@ def read_config(root: Path) -> PackageConfig:
 def is_metadata_only(argv: Sequence[str]) -> bool:
     """True when setup.py was asked for metadata or an sdist, not for a build."""
     return not any(arg in BUILD_COMMANDS for arg in argv[1:])
+
+
+# PEP 517 hooks that lead to a wheel. setuptools' build_meta runs setup.py (as egg_info or
+# dist_info, which need no torch) already in the first of them, get_requires_for_build_wheel,
+# before pip resolves the package's runtime dependencies: torch>=2.6 there is about 3 GB.
+WHEEL_HOOKS = frozenset(
+    {
+        "get_requires_for_build_wheel",
+        "prepare_metadata_for_build_wheel",
+        "build_wheel",
+        "get_requires_for_build_editable",
+        "prepare_metadata_for_build_editable",
+        "build_editable",
+    }
+)
+
+
+def wheel_hook(orig_argv: Sequence[str]) -> str | None:
+    """The PEP 517 wheel hook this process runs, or None (an sdist hook, or setup.py itself).
+
+    Front ends (pip, build) run each hook in a fresh interpreter through pyproject_hooks'
+    in-process runner, whose command line is ``python .../_in_process.py <hook> <dir>``.
+    """
+    for index, arg in enumerate(orig_argv[:-1]):
+        if os.path.basename(arg).startswith("_in_process.py"):
+            hook = orig_argv[index + 1]
+            return hook if hook in WHEEL_HOOKS else None
+    return None
 
 
 def collect_sources(root: Path, with_cuda: bool) -> list[str]:
@@ -352,13 +383,42 @@ def setup_kwargs(package_root: str | os.PathLike[str], **overrides: Any) -> dict
     build_info (a dict recorded in _build_info.py, e.g. which backend was compiled in).
     """
     try:
-        return _setup_kwargs(Path(package_root), os.environ, sys.argv, overrides)
+        return _setup_kwargs(
+            Path(package_root), os.environ, sys.argv, overrides, getattr(sys, "orig_argv", ())
+        )
     except BuildError as error:
         raise SystemExit(f"error: {error}") from None
 
 
+def build_root(env: Mapping[str, str], package: str) -> Path:
+    """The out-of-tree folder for the package's build folders and its egg-info.
+
+    SHARED_BUILD_DIR/<package> when set (kept: ninja's objects make the next build
+    incremental), else a temporary folder removed when this process ends, built or failed:
+    a plain ``pip install ./packages/<name>`` leaves nothing in the source tree.
+    """
+    chosen = env.get("SHARED_BUILD_DIR", "").strip()
+    if chosen:
+        root = Path(chosen).resolve() / package
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+    root = Path(tempfile.mkdtemp(prefix=f"shared_build-{package}-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+def _egg_info_options(base: Path) -> dict[str, str]:
+    folder = base / "egg-info"
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"egg_base": str(folder)}
+
+
 def _setup_kwargs(
-    root: Path, env: dict[str, str], argv: Sequence[str], overrides: Mapping[str, Any]
+    root: Path,
+    env: dict[str, str],
+    argv: Sequence[str],
+    overrides: Mapping[str, Any],
+    orig_argv: Sequence[str] = (),
 ) -> dict[str, Any]:
     root = root.resolve()
     if root.is_file():
@@ -377,6 +437,13 @@ def _setup_kwargs(
         "cmdclass": {"sdist": _make_sdist(root)},
     }
     if is_metadata_only(argv):
+        # Building a wheel without torch cannot end well: say so in the front end's first
+        # hook, before it downloads the runtime dependencies. An sdist needs no torch.
+        if wheel_hook(orig_argv) is not None:
+            import_torch(package)
+        # egg_info (get_requires_*, sdist) writes src/<name>.egg-info by default; an sdist
+        # needs only the PKG-INFO it copies from there.
+        kwargs["options"] = {"egg_info": _egg_info_options(build_root(env, package))}
         return kwargs
 
     torch = import_torch(package)
@@ -385,12 +452,12 @@ def _setup_kwargs(
     require_ninja(env)
 
     mode = knobs.use_cuda_mode(env)
-    build_root = Path(env.get("SHARED_BUILD_DIR", "").strip() or "build")
+    out_of_tree = build_root(env, package)
     chosen = None
     if config.cuda != "none" and mode != "off" and torch.version.cuda is not None:
         # Where a pip compiler gets its CUDA_HOME-shaped folder of links: per torch, since
         # each torch version pins its own CUDA.
-        cuda_home_dir = build_root / "cuda_home" / f"torch{torch.__version__}".replace("+", "_")
+        cuda_home_dir = out_of_tree / "cuda_home" / f"torch{torch.__version__}".replace("+", "_")
         chosen = cuda_mod.select_toolkit(
             env, torch.version.cuda, _site_dirs(torch), str(cuda_home_dir.resolve())
         )
@@ -439,6 +506,17 @@ def _setup_kwargs(
         env["TORCH_CUDA_ARCH_LIST"] = arch_list
         define_macros.append(("WITH_CUDA", None))
 
+    werror = knobs.is_werror(env)
+    ours = {str(INCLUDE_DIR), str(root / "csrc")}
+    compile_args["cxx"] += knobs.warning_args(
+        werror,
+        [
+            *cpp_extension.include_paths("cuda" if with_cuda else "cpu"),
+            sysconfig.get_path("include"),
+            *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
+        ],
+    )
+
     jobs = knobs.max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), with_cuda)
     env["MAX_JOBS"] = str(jobs)
 
@@ -479,16 +557,19 @@ def _setup_kwargs(
     tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}"
     # One build folder per torch/Python/CUDA/debug combination: switching torch never
     # reuses objects compiled against other headers, and switching back recompiles nothing.
-    build_base = str(build_root / tag.replace("+", "_"))
+    build_base = str(out_of_tree / tag.replace("+", "_"))
     summary = (
         f"{package}: CUDA {'on (nvcc ' + str(toolkit.version) + ' at ' + toolkit.nvcc + ', ' + toolkit.origin + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
-        f", {'DEBUG -O0 -g' if debug else '-O3'}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
+        f", {'DEBUG -O0 -g' if debug else '-O3'}{', WERROR -Wall -Wextra -Werror' if werror else ''}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
     )
     _log(summary)
 
     kwargs["ext_modules"] = [extension]
     kwargs["cmdclass"]["build_ext"] = _make_build_ext(info, config.python_module)
-    kwargs["options"] = {"build": {"build_base": build_base}}
+    kwargs["options"] = {
+        "build": {"build_base": build_base},
+        "egg_info": _egg_info_options(out_of_tree),
+    }
     if config.limited_api:
         kwargs["options"]["bdist_wheel"] = {"py_limited_api": "cp310"}
     return kwargs

@@ -600,7 +600,6 @@ WP_AVX2 void nearest_row_avx2(const RowJob<scalar_t>& job) {
   const int64_t sh = g.stride_h;
   const __m256i size_x = _mm256_set1_epi32(static_cast<int>(g.src_w));
   const __m256i size_y = _mm256_set1_epi32(static_cast<int>(g.src_h));
-  const __m256i one = _mm256_set1_epi32(1);
   const __m256i seven = _mm256_set1_epi32(7);
   for (int64_t x0 = 0; x0 < g.n; x0 += 8) {
     __m256i ix, iy;

@@ -28,6 +28,15 @@
 
 #include "cpu/sampling_loops.h"
 
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() results as the ignored
+// merge source of masked builtins; inlined into the kernels below,
+// -Wmaybe-uninitialized reports that '__Y' hundreds of times. A false positive
+// of the GCC headers, silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace warp_perspective {
 namespace cpu {
 
@@ -512,5 +521,9 @@ inline bool cpu_has_avx512() {
 
 }  // namespace cpu
 }  // namespace warp_perspective
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #endif  // x86-64 GCC/Clang

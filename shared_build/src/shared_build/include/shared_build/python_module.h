@@ -31,6 +31,10 @@
         doc,                                                               \
         -1,                                                                \
         nullptr,                                                           \
+        nullptr,                                                           \
+        nullptr,                                                           \
+        nullptr,                                                           \
+        nullptr,                                                           \
     };                                                                     \
     return PyModule_Create(&module_def);                                   \
   }

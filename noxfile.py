@@ -56,6 +56,7 @@ BUILD_KNOBS = (
     "DEBUG",
     "CXX",
     "MAX_JOBS",
+    "USE_CCACHE",
 )
 BASE_REQUIREMENTS = ["setuptools>=70.1", "ninja", "packaging", "pytest", "numpy", "hatchling"]
 _HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}

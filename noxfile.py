@@ -58,6 +58,7 @@ BUILD_KNOBS = (
     "CXX",
     "MAX_JOBS",
     "WERROR",
+    "USE_CCACHE",
 )
 # Where nox's builds keep their objects between runs (shared_build's default is a temporary
 # folder, so that a plain pip install leaves nothing in the source tree).

@@ -176,3 +176,30 @@ def find_cxx(env: Mapping[str, str], which: Callable[[str], str | None] = shutil
             f"{hint}; install one (Debian/Ubuntu: apt-get install g++) or set CXX to its path"
         )
     return Compiler(command=command, path=path)
+
+
+def compiler_launcher(
+    env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which
+) -> str | None:
+    """The compiler cache to put in front of the C++ and nvcc commands, or None.
+
+    USE_CCACHE=auto (default) takes ccache, else sccache, when one is on PATH; 1 requires
+    one; 0 turns caching off.
+    """
+    raw = env.get("USE_CCACHE", "").strip().lower() or "auto"
+    if raw in _FALSE:
+        return None
+    if raw not in _TRUE and raw != "auto":
+        raise BuildError(
+            f"USE_CCACHE={env.get('USE_CCACHE')!r} is not understood; use USE_CCACHE=auto, 1 or 0"
+        )
+    for name in ("ccache", "sccache"):
+        path = which(name)
+        if path:
+            return path
+    if raw in _TRUE:
+        raise BuildError(
+            "USE_CCACHE=1 asks for a compiler cache but neither ccache nor sccache is on "
+            "PATH; install one (apt-get install ccache) or unset USE_CCACHE"
+        )
+    return None

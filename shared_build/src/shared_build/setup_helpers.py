@@ -520,6 +520,15 @@ def _setup_kwargs(
     jobs = knobs.max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), with_cuda)
     env["MAX_JOBS"] = str(jobs)
 
+    # A compiler cache in front of c++ and nvcc: torch.utils.cpp_extension (2.13 on) puts
+    # ccache or sccache in front of both in its ninja file whenever one is on PATH, and
+    # TORCH_NO_COMPILER_WRAPPER=1 stops it; USE_CCACHE decides which, and records it.
+    launcher = knobs.compiler_launcher(env)
+    if launcher is None:
+        env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+    else:
+        env.pop("TORCH_NO_COMPILER_WRAPPER", None)
+
     extension_cls = cpp_extension.CUDAExtension if with_cuda else cpp_extension.CppExtension
     extension = extension_cls(
         name=f"{package}.{config.module}",
@@ -551,6 +560,7 @@ def _setup_kwargs(
         "debug": debug,
         "python": platform.python_version(),
         "compiler": _compiler_version(compiler.command),
+        "compiler_launcher": launcher,
         "source_dir": str(root),
         **overrides.get("build_info", {}),
     }
@@ -560,7 +570,7 @@ def _setup_kwargs(
     build_base = str(out_of_tree / tag.replace("+", "_"))
     summary = (
         f"{package}: CUDA {'on (nvcc ' + str(toolkit.version) + ' at ' + toolkit.nvcc + ', ' + toolkit.origin + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
-        f", {'DEBUG -O0 -g' if debug else '-O3'}{', WERROR -Wall -Wextra -Werror' if werror else ''}, MAX_JOBS={jobs}, torch {torch.__version__}, build folder {build_base}"
+        f", {'DEBUG -O0 -g' if debug else '-O3'}{', WERROR -Wall -Wextra -Werror' if werror else ''}, MAX_JOBS={jobs}, compiler cache {launcher or 'off'}, torch {torch.__version__}, build folder {build_base}"
     )
     _log(summary)
 

@@ -1,0 +1,287 @@
+"""``python -m shared_build doctor``: what this machine can build, one line per fact.
+
+Each check is a function of what it looks at (the environment, a ``which``, a command
+runner), so the tests feed it broken setups. A problem comes with one sentence saying what
+to do; a blocker (nothing can be built until it is fixed) makes the exit code 1.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import cuda as cuda_mod
+from . import knobs
+from .errors import BuildError
+
+Runner = Callable[[Sequence[str], str | None], subprocess.CompletedProcess]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the report: "ok", "warn" (works, with a fix to consider) or "fail" (a
+    blocker)."""
+
+    status: str
+    topic: str
+    text: str
+
+    def line(self) -> str:
+        mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[self.status]
+        return f"[{mark}] {self.topic}: {self.text}"
+
+
+def _run(command: Sequence[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        list(command), input=stdin, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def check_python(version: tuple[int, int, int] | None = None) -> Finding:
+    version = version or tuple(sys.version_info[:3])  # type: ignore[assignment]
+    text = ".".join(map(str, version))
+    if version < (3, 10):
+        return Finding("fail", "python", f"{text}; the packages need Python 3.10 or newer")
+    return Finding("ok", "python", f"{text} ({sys.executable})")
+
+
+def check_torch(torch: Any) -> Finding:
+    if torch is None:
+        return Finding(
+            "fail",
+            "torch",
+            "not importable; install it first (pip install torch), then build with "
+            "pip install --no-build-isolation so the build sees it",
+        )
+    build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
+    return Finding(
+        "ok", "torch", f"{torch.__version__}, {build}, at {os.path.dirname(torch.__file__)}"
+    )
+
+
+def cxx_standard(torch_version: str | None) -> str:
+    """The C++ standard torch's headers need: C++20 from torch 2.13 on, C++17 before."""
+    from packaging.version import Version
+
+    if torch_version is None:
+        return "c++20"
+    return "c++20" if Version(torch_version).release[:2] >= (2, 13) else "c++17"
+
+
+def check_cxx(
+    env: Mapping[str, str],
+    torch_version: str | None,
+    which: Callable[[str], str | None] = shutil.which,
+    run: Runner = _run,
+) -> Finding:
+    try:
+        compiler = knobs.find_cxx(env, which)
+    except BuildError as error:
+        return Finding("fail", "c++", str(error))
+    standard = cxx_standard(torch_version)
+    version = run([*compiler.command.split(), "--version"], None).stdout.splitlines()
+    name = version[0].strip() if version else compiler.command
+    probe = "#include <version>\nint main() { return 0; }\n"
+    result = run(
+        [*compiler.command.split(), f"-std={standard}", "-x", "c++", "-fsyntax-only", "-"], probe
+    )
+    if result.returncode != 0:
+        reason = (result.stderr.strip().splitlines() or ["it failed"])[0]
+        return Finding(
+            "fail",
+            "c++",
+            f"{compiler.path} ({name}) does not accept -std={standard}, which torch "
+            f"{torch_version}'s headers need ({reason}); install GCC 10 or newer or Clang 12 "
+            "or newer (apt-get install g++) or set CXX to such a compiler",
+        )
+    return Finding("ok", "c++", f"{compiler.path} ({name}), accepts -std={standard}")
+
+
+def check_ninja(env: Mapping[str, str], which: Callable[..., str | None] = shutil.which) -> Finding:
+    found = which("ninja", path=env.get("PATH"))
+    if found is None:
+        try:
+            import ninja  # type: ignore[import-not-found]
+
+            found = which("ninja", path=ninja.BIN_DIR)
+        except (ImportError, AttributeError):
+            found = None
+    if found is None:
+        return Finding(
+            "fail",
+            "ninja",
+            "not found on PATH nor as the pip package; pip install ninja (builds compile in "
+            "parallel and rebuild only what changed with it)",
+        )
+    return Finding("ok", "ninja", found)
+
+
+def check_nvcc(
+    env: Mapping[str, str],
+    torch_cuda: str | None,
+    site_dirs: Sequence[str],
+    cuda_home_dir: str,
+    which: Callable[[str], str | None] = shutil.which,
+) -> tuple[Finding, cuda_mod.CudaToolkit | None]:
+    if torch_cuda is None:
+        return Finding(
+            "ok", "nvcc", "not needed: torch is a CPU-only build, CUDA sources are skipped"
+        ), None
+    command = cuda_mod.pip_compiler_command(torch_cuda)
+    try:
+        chosen = cuda_mod.select_toolkit(env, torch_cuda, site_dirs, cuda_home_dir, which=which)
+    except BuildError as error:
+        return Finding("warn", "nvcc", f"{error}. CPU-only packages still build"), None
+    if chosen is None:
+        return (
+            Finding(
+                "warn",
+                "nvcc",
+                f"none found, so CUDA kernels are skipped (CUDA-only packages fail); for torch's "
+                f"CUDA {torch_cuda} run: {command}",
+            ),
+            None,
+        )
+    found = chosen.toolkit
+    where = found.pip_dir or found.root
+    return (
+        Finding(
+            "ok",
+            "nvcc",
+            f"{found.nvcc}, CUDA {found.version} ({found.origin}, toolkit {where}); fits torch's "
+            f"CUDA {torch_cuda} and its headers",
+        ),
+        found,
+    )
+
+
+def check_arch_list(
+    env: Mapping[str, str], toolkit: cuda_mod.CudaToolkit | None, visible: Sequence[tuple[int, int]]
+) -> Finding | None:
+    if toolkit is None:
+        return None
+    codes = _run([toolkit.nvcc, "--list-gpu-code"]).stdout
+    try:
+        archs, origin = cuda_mod.resolve_arch_list(
+            env, visible, cuda_mod.parse_nvcc_gpu_codes(codes)
+        )
+    except BuildError as error:
+        return Finding("fail", "TORCH_CUDA_ARCH_LIST", str(error))
+    return Finding("ok", "TORCH_CUDA_ARCH_LIST", f"{archs} (from {origin})")
+
+
+def check_max_jobs(
+    env: Mapping[str, str], cores: int, memory: int | None, with_cuda: bool
+) -> Finding:
+    try:
+        jobs = knobs.max_jobs(env, cores, memory, with_cuda)
+    except BuildError as error:
+        return Finding("fail", "MAX_JOBS", str(error))
+    per_job = knobs.NVCC_JOB_BYTES if with_cuda else knobs.CXX_JOB_BYTES
+    memory_text = f"{memory / 2**30:.1f} GiB available" if memory else "memory unknown"
+    origin = "MAX_JOBS" if env.get("MAX_JOBS", "").strip() else "cores and memory"
+    text = (
+        f"{jobs} (from {origin}: {cores} cores, {memory_text}, about "
+        f"{per_job / 2**30:.0f} GiB per {'nvcc' if with_cuda else 'C++'} job)"
+    )
+    if memory and jobs * per_job > memory:
+        return Finding(
+            "warn",
+            "MAX_JOBS",
+            f"{text}; {jobs} jobs may run out of memory: lower MAX_JOBS to "
+            f"{max(1, memory // per_job)}",
+        )
+    return Finding("ok", "MAX_JOBS", text)
+
+
+def check_opencv(which: Callable[[str], str | None] = shutil.which, run: Runner = _run) -> Finding:
+    if which("pkg-config") is None:
+        return Finding(
+            "warn",
+            "opencv",
+            "pkg-config not found, so warp_perspective builds without OpenCV (its built-in "
+            "kernel only); apt-get install pkg-config libopencv-dev to have both",
+        )
+    result = run(["pkg-config", "--modversion", "opencv4"], None)
+    if result.returncode != 0:
+        return Finding(
+            "warn",
+            "opencv",
+            "opencv4 not found by pkg-config, so warp_perspective builds its built-in kernel "
+            "only; apt-get install libopencv-dev to have the OpenCV backend too",
+        )
+    return Finding("ok", "opencv", f"opencv4 {result.stdout.strip()} (pkg-config)")
+
+
+def check_cache(
+    env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which
+) -> Finding:
+    try:
+        launcher = knobs.compiler_launcher(env, which)
+    except BuildError as error:
+        return Finding("fail", "compiler cache", str(error))
+    if launcher is None:
+        if env.get("USE_CCACHE", "").strip().lower() in ("0", "false", "no", "off"):
+            return Finding("ok", "compiler cache", "off (USE_CCACHE=0)")
+        return Finding(
+            "warn",
+            "compiler cache",
+            "neither ccache nor sccache is on PATH; apt-get install ccache makes rebuilds "
+            "of unchanged sources near-instant (shared_build uses it by itself)",
+        )
+    return Finding(
+        "ok", "compiler cache", f"{launcher}, in front of c++ and nvcc (USE_CCACHE=0 turns it off)"
+    )
+
+
+def import_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> list[Finding]:
+    """Every check, in the order a build meets them."""
+    env = dict(os.environ if env is None else env)
+    if torch == "import":
+        torch = import_torch()
+    findings = [check_python(), check_torch(torch)]
+    torch_version = torch.__version__ if torch is not None else None
+    findings += [check_cxx(env, torch_version), check_ninja(env)]
+    toolkit = None
+    if torch is not None:
+        from .setup_helpers import _site_dirs, _visible_capabilities
+
+        with tempfile.TemporaryDirectory() as home:
+            nvcc, toolkit = check_nvcc(env, torch.version.cuda, _site_dirs(torch), home)
+            findings.append(nvcc)
+            arch = check_arch_list(env, toolkit, _visible_capabilities(torch))
+            if arch:
+                findings.append(arch)
+    findings.append(
+        check_max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), toolkit is not None)
+    )
+    findings += [check_opencv(), check_cache(env)]
+    return findings
+
+
+def main(env: Mapping[str, str] | None = None) -> int:
+    print(f"shared_build doctor on {platform.node()} ({platform.platform()})")
+    findings = diagnose(env)
+    for finding in findings:
+        print(finding.line())
+    blockers = [f for f in findings if f.status == "fail"]
+    if blockers:
+        print(f"{len(blockers)} blocker(s): fix the FAIL lines above before building")
+        return 1
+    print("nothing blocks a build")
+    return 0

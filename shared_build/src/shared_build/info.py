@@ -1,0 +1,116 @@
+"""``python -m shared_build info PACKAGE``: what an installed package was built with.
+
+Reads the package's ``_build_info.py`` by path, without importing the package, so that it
+also answers for a package that refuses to import under the torch installed now.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+from typing import Any
+
+from .errors import BuildError
+
+
+def package_dir(name: str) -> str:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise BuildError(
+            f"{name} is not installed in this environment ({sys.executable}); "
+            f"pip install --no-build-isolation ./packages/{name}"
+        )
+    return next(iter(spec.submodule_search_locations))
+
+
+def load_build_info(folder: str) -> dict[str, Any]:
+    path = os.path.join(folder, "_build_info.py")
+    if not os.path.isfile(path):
+        raise BuildError(f"{folder} has no _build_info.py: it was not built by shared_build")
+    spec = importlib.util.spec_from_file_location("_shared_build_info", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.BUILD_INFO)
+
+
+def find_cuobjdump() -> str | None:
+    """cuobjdump on PATH, else in NVIDIA's pip packages (nvidia-cuda-cuobjdump)."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for site_dir in site.getsitepackages():
+        for path in sorted(glob.glob(os.path.join(site_dir, "nvidia", "*", "bin", "cuobjdump"))):
+            return path
+    return None
+
+
+def cuda_architectures(libraries: list[str]) -> list[str] | None:
+    """The sm_XX of the device code in the libraries (cuobjdump --list-elf), or None when
+    there is no cuobjdump to ask."""
+    tool = find_cuobjdump()
+    if tool is None:
+        return None
+    out = subprocess.run(
+        [tool, "--list-elf", *libraries], capture_output=True, text=True, check=False
+    ).stdout
+    return sorted(set(re.findall(r"\bsm_\d+a?\b", out)), key=lambda s: int(re.sub(r"\D", "", s)))
+
+
+def describe(name: str) -> list[tuple[str, str]]:
+    folder = package_dir(name)
+    info = load_build_info(folder)
+    libraries = sorted(
+        p
+        for p in glob.glob(os.path.join(folder, "*.so")) + glob.glob(os.path.join(folder, "*.pyd"))
+    )
+    try:
+        version = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        version = str(info.get("version", "?"))
+    abi = info.get("abi", "full")
+    abi3 = any(".abi3." in os.path.basename(p) for p in libraries)
+    abi_text = f"{abi} LibTorch ABI" + (", CPython limited API (abi3)" if abi3 else "")
+    if info.get("cuda"):
+        archs = cuda_architectures(libraries) if libraries else None
+        cuda_text = f"CUDA {info['cuda']} (nvcc {info.get('nvcc') or '?'})"
+        arch_text = (
+            ", ".join(archs)
+            if archs
+            else f"{info.get('arch_list')} (asked for; no cuobjdump to read the binary)"
+        )
+    else:
+        cuda_text = "none (CPU kernels only)"
+        arch_text = "-"
+    rows = [
+        ("package", f"{name} {version}"),
+        (
+            "built against",
+            f"torch {info.get('torch')} (CUDA {info.get('torch_cuda')}), Python {info.get('python')}",
+        ),
+        ("compiler", str(info.get("compiler"))),
+        ("CUDA", cuda_text),
+        ("CUDA architectures", arch_text),
+        ("ABI", abi_text),
+    ]
+    if "backend" in info:
+        rows.append(("backend", str(info["backend"])))
+    rows += [
+        ("debug", "yes" if info.get("debug") else "no"),
+        ("libraries", ", ".join(libraries) or "none"),
+        ("source", str(info.get("source_dir"))),
+    ]
+    return rows
+
+
+def main(name: str) -> int:
+    for key, value in describe(name):
+        print(f"{key:20} {value}")
+    return 0

@@ -229,6 +229,7 @@ def test_scaffolded_package_builds_and_passes_its_tests(tmp_path, cuda):
         **os.environ,
         "SHARED_BUILD_DIR": str(tmp_path / "build"),
         "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0"),
+        "WERROR": "1",  # the template is warning-free at -Wall -Wextra, like our sources
     }
     build = subprocess.run(
         [

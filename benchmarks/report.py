@@ -217,6 +217,7 @@ def render(runs: dict[str, dict]) -> str:
                 ["package", "torch", "clean build (s)", "no-op rebuild (s)", "wheel (MB)"], builds
             )
         )
+    out += rebuild_section(REBUILDS)
     skipped = [
         f"- torch {v}: {p} skipped: {why}"
         for v, d in runs.items()
@@ -231,6 +232,38 @@ def render(runs: dict[str, dict]) -> str:
     if skipped or failures or notes:
         out += ["", "## Skipped, failed, notes", "", *skipped, *failures, *notes]
     return "\n".join(out) + "\n"
+
+
+REBUILDS = ROOT / "benchmarks" / "results" / "rebuilds.txt"
+
+
+def rebuild_section(path: Path) -> list[str]:
+    """The compiler-cache table from benchmarks/rebuild_cache.sh's output, when committed."""
+    if not path.is_file():
+        return []
+    lines = path.read_text().splitlines()
+    header = [line.lstrip("# ") for line in lines if line.startswith("#")]
+    times: dict[str, dict[str, str]] = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and not line.startswith("#"):
+            times.setdefault(parts[1], {})[parts[0]] = parts[2]
+    rows = []
+    for step, by_mode in times.items():
+        off, on = by_mode.get("off"), by_mode.get("on")
+        ratio = f"{float(off) / float(on):.1f}x" if off and on and float(on) > 0 else "-"
+        rows.append([step, off or "-", on or "-", ratio])
+    return [
+        "",
+        "### Rebuilds with a compiler cache",
+        "",
+        f"`bash benchmarks/rebuild_cache.sh PYTHON` ({'; '.join(header)}): `pip install "
+        "--no-build-isolation` with `USE_CCACHE=0` and with ccache (empty cache at the first "
+        "build); the build folder emptied is what a new torch tag, `rm -rf build` or another "
+        "checkout costs.",
+        "",
+        markdown_table(["build", "no cache (s)", "ccache (s)", "speed-up"], rows),
+    ]
 
 
 def plot(runs: dict[str, dict], out_dir: Path) -> list[Path]:

@@ -157,3 +157,17 @@ def test_command_writes_report_json_and_one_plot_per_op(raw_files, tmp_path):
     plots = sorted(p.name for p in (out / "plots").iterdir())
     assert plots == ["toy-axpy-cpu-float32.png"]
     assert (out / "plots" / plots[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rebuild_section_from_the_script_output(tmp_path):
+    raw = tmp_path / "rebuilds.txt"
+    raw.write_text(
+        "# add_ext, torch 2.13.0+cpu, 2 cores, ccache 4.7.5, touched x.cpp\n"
+        "off first 100\noff touch-one-source 20\noff empty-build-folder 90\n"
+        "on first 110\non touch-one-source 10\non empty-build-folder 9\n"
+    )
+    text = "\n".join(report.rebuild_section(raw))
+    assert "### Rebuilds with a compiler cache" in text
+    assert "| empty-build-folder | 90 | 9 | 10.0x |" in text
+    assert "| touch-one-source | 20 | 10 | 2.0x |" in text
+    assert report.rebuild_section(tmp_path / "absent.txt") == []

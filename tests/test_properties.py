@@ -466,4 +466,12 @@ def test_warp_perspective(kind, device, case):
         torch.testing.assert_close(leaf.grad, ref_leaf.grad, rtol=1e-9, atol=1e-9)
 
 
-# ---- regressions: failures hypothesis found, shrunk ----------------------------------
+def test_warp_perspective_runs_the_cpu_level_asked_for():
+    """nox -s sanitize reruns this file with WARP_PERSPECTIVE_NO_AVX512 / _NO_AVX2: make
+    sure the kernels it then checks are the lower ones."""
+    warp_perspective = package("warp_perspective")
+    level = warp_perspective.build_config()["cpu_geometry"]
+    if os.environ.get("WARP_PERSPECTIVE_NO_AVX2") == "1":
+        assert level == "portable"
+    elif os.environ.get("WARP_PERSPECTIVE_NO_AVX512") == "1":
+        assert level in ("avx2", "portable")

@@ -373,6 +373,8 @@ def bench(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def build(session: nox.Session) -> None:
     """Wheels and sdists of every package, per torch version, into dist/torch-<version>/."""
+    if os.environ.get("SANITIZE", "").strip():
+        session.error("SANITIZE is set: sanitizer builds are for nox -s sanitize, not for wheels")
     versions = session.posargs or TORCH_VERSIONS
     for version in versions:
         env, packages = prepared_env(session, version)

@@ -56,8 +56,9 @@ def sanitizer_problem(info: dict[str, Any], asan_loaded: bool) -> str | None:
     return (
         f"{info.get('package', 'this package')} was built with SANITIZE="
         f"{','.join(info['sanitize'])}, which needs the AddressSanitizer runtime loaded "
-        "before Python starts; run with LD_PRELOAD=$(c++ -print-file-name=libasan.so), "
-        "or reinstall it without SANITIZE"
+        'before Python starts; run with LD_PRELOAD="$(c++ -print-file-name=libasan.so) '
+        '$(c++ -print-file-name=libstdc++.so)" (libstdc++ too, or ASan aborts at the '
+        "first C++ exception), or reinstall it without SANITIZE"
     )
 
 

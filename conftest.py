@@ -18,6 +18,32 @@ try:
 except ImportError:
     pass
 
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the property tests skip themselves without it
+    pass
+else:
+    # The property tests (tests/test_properties.py). "ci", the default, draws the same
+    # examples on every run (a red CI is reproducible); --hypothesis-profile=thorough draws
+    # new ones, ten times as many.
+    _SLOW_DRAWS = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    settings.register_profile(
+        "ci",
+        max_examples=200,
+        deadline=None,
+        derandomize=True,
+        print_blob=True,
+        suppress_health_check=_SLOW_DRAWS,
+    )
+    settings.register_profile(
+        "thorough",
+        max_examples=2000,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=_SLOW_DRAWS,
+    )
+    settings.load_profile("ci")
+
 CUDA_AVAILABLE = torch.cuda.is_available()
 NO_CUDA_REASON = (
     "no CUDA GPU visible (torch.cuda.is_available() is False); run on a GPU machine, "

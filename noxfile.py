@@ -6,6 +6,7 @@
     nox -s tests -- -k gradcheck      # arguments after -- go to pytest
     nox -s bench                      # benchmarks under the first torch version
     nox -s bench -- --all-torch       # ... under every version, side by side
+    nox -s sanitize                   # ASan/UBSan builds, their own venv, every suite
     nox -s build | lint | examples | gpu
 
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
@@ -59,6 +60,7 @@ BUILD_KNOBS = (
     "MAX_JOBS",
     "WERROR",
     "USE_CCACHE",
+    "SANITIZE",
 )
 # Where nox's builds keep their objects between runs (shared_build's default is a temporary
 # folder, so that a plain pip install leaves nothing in the source tree).
@@ -253,7 +255,7 @@ class TorchEnv:
 
     def install(self, name: str, path: Path, *, hash_roots: tuple[Path, ...]) -> None:
         """pip install --no-build-isolation path, unless nothing it depends on changed."""
-        knobs = "\n".join(f"{k}={os.environ.get(k, '')}" for k in BUILD_KNOBS)
+        knobs = "\n".join(f"{k}={self.env.get(k, os.environ.get(k, ''))}" for k in BUILD_KNOBS)
         digest = tree_hash(*hash_roots, extra=knobs)
         stamp = self.stamp(name)
         if stamp.exists() and stamp.read_text() == digest:
@@ -300,8 +302,9 @@ def build_env() -> dict[str, str]:
 
 
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
-    # matplotlib: the report's plots (bench), and tests/test_benchmarks.py checks them.
-    requirements = {r for p in packages for r in p.test_requires} | {"matplotlib"}
+    # matplotlib: the report's plots (bench), and tests/test_benchmarks.py checks them;
+    # hypothesis: the property tests of every op (tests/test_properties.py).
+    requirements = {r for p in packages for r in p.test_requires} | {"matplotlib", "hypothesis"}
     if bench:
         requirements |= {r for p in packages for r in p.bench_requires}
     return sorted(requirements)
@@ -331,6 +334,102 @@ def tests(session: nox.Session, torch: str) -> None:
     pytest_env = {"REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items())}
     env.run(env.python, "-m", "pytest", *suites, *session.posargs, env=pytest_env)
     session.log(env.summary())
+
+
+SANITIZE = "address,undefined"
+# What a sanitized test run must not tolerate: the first report ends the process with a
+# non-zero status, and UBSan prints where. Leak detection is off: the interpreter and
+# torch keep memory alive until exit on purpose (tests/test_robustness.py checks that our
+# ops do not grow the process instead).
+SANITIZER_RUN_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+}
+
+
+class SanitizedEnv(TorchEnv):
+    """A TorchEnv whose packages are built with SANITIZE, in a venv of its own
+    (.nox/envs/torch-<version>-sanitize): sanitized builds never reach a normal wheel."""
+
+    def __init__(self, session: nox.Session, version: str) -> None:
+        super().__init__(session, version)
+        self.path = ENVS_DIR / f"torch-{version}-sanitize"
+        self.bin = self.path / "bin"
+        self.python = str(self.bin / "python")
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**super().env, "SANITIZE": SANITIZE}
+
+    def run_env(self, log_dir: Path) -> dict[str, str]:
+        """What a Python process needs to load the sanitized modules: libasan first, then
+        libstdc++ (Python does not link it; without it ASan cannot intercept the throw of a
+        C++ exception and aborts at the first TORCH_CHECK). Reports go to log_dir too:
+        pytest's capture swallows what a process writes just before it aborts."""
+        cxx = (os.environ.get("CXX", "").strip() or "c++").split()
+        preload = []
+        for library in ("libasan.so", "libstdc++.so"):
+            out = self.run(*cxx, f"-print-file-name={library}", silent=True)
+            path = str(out).strip().splitlines()[-1]
+            if not os.path.isabs(path):
+                self.session.error(f"{' '.join(cxx)} has no {library} (got {path!r}); install it")
+            preload.append(path)
+        env = dict(SANITIZER_RUN_ENV)
+        for name, tool in (("ASAN_OPTIONS", "asan"), ("UBSAN_OPTIONS", "ubsan")):
+            env[name] += f":log_path={log_dir / tool}"
+        return {**env, "LD_PRELOAD": " ".join(preload)}
+
+
+@nox.session(venv_backend="none")
+def sanitize(session: nox.Session) -> None:
+    """Every package built with ASan and UBSan; every suite but the slow tests, on every CPU path."""
+    version = TORCH_VERSIONS[0]
+    packages = discover_packages()
+    env = SanitizedEnv(session, version).ensure(all_requirements(packages))
+    env.install_packages(packages)
+    suites = [
+        str(p.root / "tests")
+        for p in packages
+        if p.name not in env.skipped and (p.root / "tests").is_dir()
+    ]
+    suites += [
+        str(ROOT / "tests" / "test_properties.py"),
+        str(ROOT / "tests" / "test_robustness.py"),
+    ]
+    log_dir = env.path / "sanitizer-logs"
+    shutil.rmtree(log_dir, ignore_errors=True)
+    log_dir.mkdir()
+    run_env = {
+        **env.run_env(log_dir),
+        "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items()),
+    }
+    pytest = [env.python, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not slow"]
+    try:
+        env.run(*pytest, *suites, *session.posargs, env=run_env)
+        # The same ops on the CPU paths this machine does not pick by itself: the AVX2
+        # loops (warp_perspective) and the portable ones (warp_perspective, add_ext's
+        # float16).
+        for level, ops in PORTABLE_LEVELS:
+            session.log(f"sanitize: {ops} with {level}")
+            env.run(
+                *pytest,
+                str(ROOT / "tests" / "test_properties.py"),
+                "-k",
+                ops,
+                *session.posargs,
+                env={**run_env, **level},
+            )
+    finally:
+        for log in sorted(log_dir.iterdir()):
+            session.log(f"{log.name}:\n{log.read_text(errors='replace')}")
+    session.log(f"{env.summary()}; no sanitizer report")
+
+
+# (environment, the property tests of the ops it changes)
+PORTABLE_LEVELS = (
+    ({"WARP_PERSPECTIVE_NO_AVX512": "1"}, "warp_perspective"),
+    ({"WARP_PERSPECTIVE_NO_AVX2": "1", "ADD_EXT_NO_F16C": "1"}, "warp_perspective or add_ext"),
+)
 
 
 def _bench_versions(session: nox.Session) -> tuple[list[str], list[str]]:
@@ -380,6 +479,8 @@ def bench(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def build(session: nox.Session) -> None:
     """Wheels and sdists of every package, per torch version, into dist/torch-<version>/."""
+    if os.environ.get("SANITIZE", "").strip():
+        session.error("SANITIZE is set: sanitizer builds are for nox -s sanitize, not for wheels")
     versions = session.posargs or TORCH_VERSIONS
     for version in versions:
         env, packages = prepared_env(session, version)

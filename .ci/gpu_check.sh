@@ -54,17 +54,28 @@ for step in $STEPS; do
   sanitize)
     sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
     # Every CUDA test that is not marked slow (torch.compile, builds): they launch every
-    # kernel with odd sizes, every dtype, strided and empty inputs. Without the caching
-    # allocator each tensor is its own cudaMalloc, so a read past the end of one is
-    # reported instead of landing in a neighbour.
-    for pkg in $PACKAGES; do
+    # kernel with odd sizes, every dtype, strided and empty inputs, and the property tests
+    # (tests/test_properties.py, CUDA cases; they need hypothesis in the system Python)
+    # with drawn ones. Without the caching allocator each tensor is its own cudaMalloc, so
+    # a read past the end of one is reported instead of landing in a neighbour.
+    targets=""
+    for pkg in $PACKAGES; do targets="$targets $pkg=packages/$pkg/tests"; done
+    targets="$targets properties=tests/test_properties.py"
+    for target in $targets; do
+      name="${target%%=*}"
       for tool in memcheck racecheck initcheck; do
-        echo "== $pkg: compute-sanitizer --tool $tool"
-        log="$OUT/sanitizer-$pkg-$tool.log"
+        echo "== $name: compute-sanitizer --tool $tool"
+        log="$OUT/sanitizer-$name-$tool.log"
+        rc=0
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$sanitizer" --tool "$tool" --error-exitcode 99 \
           --target-processes all --log-file "$log" \
-          "$VPY" -m pytest "packages/$pkg/tests" -m "cuda and not slow" -q -x -p no:cacheprovider 2>&1 | tail -3
-        grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | sort | uniq -c || true
+          "$VPY" -m pytest "${target#*=}" -m "cuda and not slow" -q -x -p no:cacheprovider 2>&1 | tail -3 || rc=$?
+        # One line per tool: the errors of every process it watched, summed.
+        errors="$(grep -hoE "ERROR SUMMARY: [0-9]+" "$log" | awk '{n += $3} END {print n + 0}')"
+        echo "gpu_check: $name $tool: $errors errors"
+        # 5: pytest collected no CUDA test there; anything else non-zero is a failure.
+        if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
+        if [ "$errors" -ne 0 ]; then exit 99; fi
       done
     done
     ;;

@@ -123,3 +123,30 @@ def test_openmp_flag_only_for_openmp_torch_on_linux():
     assert knobs.openmp_compile_args(True, "linux") == ["-fopenmp"]
     assert knobs.openmp_compile_args(False, "linux") == []
     assert knobs.openmp_compile_args(True, "darwin") == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ()),
+        ("", ()),
+        ("address", ("address",)),
+        ("undefined, address", ("address", "undefined")),
+        ("ADDRESS,address", ("address",)),
+    ],
+)
+def test_sanitizers(value, expected):
+    env = {} if value is None else {"SANITIZE": value}
+    assert knobs.sanitizers(env) == expected
+
+
+def test_sanitizers_rejects_unknown_names():
+    with pytest.raises(BuildError, match=r"SANITIZE='address,thread' names thread; use .*address"):
+        knobs.sanitizers({"SANITIZE": "address,thread"})
+
+
+def test_sanitize_args():
+    assert knobs.sanitize_args(()) == ([], [])
+    cxx, link = knobs.sanitize_args(("address", "undefined"))
+    assert cxx[0] == link[0] == "-fsanitize=address,undefined"
+    assert "-fno-omit-frame-pointer" in cxx

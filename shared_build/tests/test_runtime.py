@@ -179,3 +179,13 @@ def test_generated_module_passes_for_this_torch(tmp_path):
         tmp_path, {**INFO, "torch": torch.__version__, "torch_cuda": torch.version.cuda}
     )
     module.check_compatible()
+
+
+def test_sanitized_build_needs_the_asan_runtime_first():
+    info = {"package": "demo", "sanitize": ["address", "undefined"]}
+    message = runtime.sanitizer_problem(info, asan_loaded=False)
+    assert message is not None
+    assert "SANITIZE=address,undefined" in message and "LD_PRELOAD" in message
+    assert runtime.sanitizer_problem(info, asan_loaded=True) is None
+    assert runtime.sanitizer_problem({"package": "demo", "sanitize": []}, False) is None
+    assert runtime.sanitizer_problem({"package": "demo", "sanitize": ["undefined"]}, False) is None

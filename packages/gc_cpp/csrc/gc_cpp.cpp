@@ -19,6 +19,12 @@ bool is_floating(at::ScalarType dtype) {
          dtype == at::kBFloat16;
 }
 
+// None passed for a Tensor argument arrives as an undefined tensor, which has
+// no device, dtype or layout to report.
+void check_defined(const char* op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK(t.defined(), op, ": ", name, " must be a tensor, got None");
+}
+
 void check_dense(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(t.layout() == at::kStrided,
               op,
@@ -85,6 +91,9 @@ void check_graph_conv_inputs(const char* op,
                              const at::Tensor& x,
                              const at::Tensor& weight,
                              const std::optional<at::Tensor>& bias) {
+  check_defined(op, "adj", adj);
+  check_defined(op, "x", x);
+  check_defined(op, "weight", weight);
   const bool has_bias = bias.has_value() && bias->defined();
   const auto device = x.device();
   TORCH_CHECK(adj.device() == device && weight.device() == device &&
@@ -162,6 +171,9 @@ void check_weight_grad_inputs(const at::Tensor& adj,
                               const at::Tensor& x,
                               const at::Tensor& grad) {
   const char* op = "gc_cpp.backward";
+  check_defined(op, "adj", adj);
+  check_defined(op, "x", x);
+  check_defined(op, "grad", grad);
   const auto device = x.device();
   TORCH_CHECK(adj.device() == device && grad.device() == device,
               op,
@@ -215,6 +227,12 @@ void check_csr_transpose_inputs(const at::Tensor& crow_indices,
                                 const at::Tensor& values,
                                 int64_t num_cols) {
   const char* op = "gc_cpp._csr_transpose";
+  check_defined(op, "crow_indices", crow_indices);
+  check_defined(op, "col_indices", col_indices);
+  check_defined(op, "values", values);
+  check_dense(op, "crow_indices", crow_indices);
+  check_dense(op, "col_indices", col_indices);
+  check_dense(op, "values", values);
   TORCH_CHECK(crow_indices.device() == col_indices.device() &&
                   values.device() == col_indices.device(),
               op,
@@ -234,6 +252,10 @@ void check_csr_transpose_inputs(const at::Tensor& crow_indices,
               crow_indices.scalar_type(),
               " and ",
               index_dtype);
+  TORCH_CHECK(is_floating(values.scalar_type()),
+              op,
+              ": values must be float16, bfloat16, float32 or float64, got ",
+              values.scalar_type());
   TORCH_CHECK(
       crow_indices.dim() == 1 && col_indices.dim() == 1 && values.dim() == 1,
       op,

@@ -740,8 +740,8 @@ def test_csr_transpose(kernel, index_dtype, shape):
 @pytest.mark.parametrize(
     ("crow", "col", "message"),
     [
-        ([0, 1, 2], [0, 5], "column index 5 at position 1 is out of range for 3 columns"),
-        ([0, 1, 2], [0, -1], "column index -1 at position 1 is out of range"),
+        ([0, 1, 2], [0, 5], r"col_indices\[1\] = 5 is out of range for num_cols = 3"),
+        ([0, 1, 2], [0, -1], r"col_indices\[1\] = -1 is out of range"),
         ([1, 1, 2], [0, 1], "crow_indices must start at 0 and end at nnz = 2, got 1 and 2"),
         ([0, 2, 1, 2], [0, 1], "crow_indices must be non-decreasing, got 2 then 1 at row 1"),
     ],

@@ -131,11 +131,19 @@ class WarpBackwardFunction
   }
 };
 
+// None for a Tensor argument arrives undefined; autograd's bookkeeping would
+// fail on it with "tensor does not have a device", naming no argument.
+void check_defined(const at::Tensor& t, const char* name) {
+  TORCH_CHECK(t.defined(), "warp_perspective: ", name, " is undefined");
+}
+
 at::Tensor warp_autograd(const at::Tensor& image,
                          const at::Tensor& warp,
                          at::OptionalSymIntArrayRef dsize,
                          c10::string_view interpolation,
                          c10::string_view padding_mode) {
+  check_defined(image, "image");
+  check_defined(warp, "warp");
   return WarpFunction::apply(image, warp, dsize, interpolation, padding_mode);
 }
 
@@ -144,6 +152,8 @@ at::Tensor warp_backward_autograd(const at::Tensor& grad_output,
                                   c10::SymIntArrayRef image_size,
                                   c10::string_view interpolation,
                                   c10::string_view padding_mode) {
+  check_defined(grad_output, "grad_output");
+  check_defined(warp, "warp");
   return WarpBackwardFunction::apply(
       grad_output, warp, image_size, interpolation, padding_mode);
 }

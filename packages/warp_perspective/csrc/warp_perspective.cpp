@@ -167,6 +167,22 @@ Problem check_forward(const at::Tensor& image,
                 "warp_perspective: dsize must be (out_h, out_w) with both "
                 "positive, got ",
                 d);
+    // A result whose byte size overflows int64 fails in the allocator with a
+    // message that does not say where the size came from.
+    const double planes = static_cast<double>(image.numel()) /
+                          static_cast<double>(image.size(-1) * image.size(-2));
+    TORCH_CHECK(static_cast<double>(d[0]) * static_cast<double>(d[1]) * planes *
+                        static_cast<double>(image.element_size()) <
+                    0x1p62,
+                "warp_perspective: dsize ",
+                d,
+                " makes an output of ",
+                planes,
+                " planes of ",
+                d[0],
+                " x ",
+                d[1],
+                " pixels, more bytes than a tensor can hold");
     p.dst_h = d[0];
     p.dst_w = d[1];
   } else {
@@ -205,6 +221,14 @@ Problem check_backward(const at::Tensor& grad_output,
               " does not fit grad_output of shape ",
               grad_output.sizes(),
               " (same rank and leading dims, positive H and W)");
+  double image_bytes = static_cast<double>(grad_output.element_size());
+  for (const int64_t size : image_size) {
+    image_bytes *= static_cast<double>(size);
+  }
+  TORCH_CHECK(image_bytes < 0x1p62,
+              "warp_perspective_backward: image_size ",
+              image_size,
+              " is more bytes than a tensor can hold");
   check_warp(grad_output, "grad_output", warp);
   Problem p;
   p.interpolation = parse_interpolation(interpolation);

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import BuildError
@@ -96,6 +96,38 @@ def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
     for folder in system_include_dirs:
         args += ["-isystem", folder]
     return args
+
+
+# The sanitizers a build may be instrumented with (GCC and Clang spell them alike).
+# ThreadSanitizer is left out: torch's OpenMP runtime is not instrumented, so it reports
+# races inside every at::parallel_for.
+SANITIZERS = ("address", "undefined")
+
+
+def sanitizers(env: Mapping[str, str]) -> tuple[str, ...]:
+    """SANITIZE=address,undefined (or one of them): the sanitizers to compile in, sorted."""
+    raw = env.get("SANITIZE", "")
+    names = sorted({name.strip().lower() for name in raw.split(",") if name.strip()})
+    unknown = [name for name in names if name not in SANITIZERS]
+    if unknown:
+        raise BuildError(
+            f"SANITIZE={raw!r} names {', '.join(unknown)}; use a comma-separated subset of "
+            f"{','.join(SANITIZERS)}, e.g. SANITIZE=address,undefined"
+        )
+    return tuple(names)
+
+
+def sanitize_args(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Compile and link flags for the sanitizers ``names`` (both empty for none).
+
+    -g1 gives the reports file and line numbers at little compile cost; the link flag makes
+    the module depend on the sanitizer runtimes (a Python process must load libasan first:
+    LD_PRELOAD, see the README).
+    """
+    if not names:
+        return [], []
+    flag = "-fsanitize=" + ",".join(names)
+    return [flag, "-fno-omit-frame-pointer", "-g1"], [flag]
 
 
 def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:

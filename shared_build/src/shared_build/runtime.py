@@ -45,6 +45,23 @@ def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | 
     return None
 
 
+def sanitizer_problem(info: dict[str, Any], asan_loaded: bool) -> str | None:
+    """Why a build with AddressSanitizer cannot load in this process, or None.
+
+    Loading it into a Python that did not start with the ASan runtime aborts the process
+    ("ASan runtime does not come first"); say how to start Python instead.
+    """
+    if "address" not in info.get("sanitize", []) or asan_loaded:
+        return None
+    return (
+        f"{info.get('package', 'this package')} was built with SANITIZE="
+        f"{','.join(info['sanitize'])}, which needs the AddressSanitizer runtime loaded "
+        'before Python starts; run with LD_PRELOAD="$(c++ -print-file-name=libasan.so) '
+        '$(c++ -print-file-name=libstdc++.so)" (libstdc++ too, or ASan aborts at the '
+        "first C++ exception), or reinstall it without SANITIZE"
+    )
+
+
 def _installed_from(package: str) -> str | None:
     """Where pip installed the package from, if that can be built again: a source folder, an
     sdist or a URL from the install's direct_url.json (PEP 610); None for a wheel or an index.
@@ -101,3 +118,9 @@ def check_compatible(info: dict[str, Any] | None = None) -> None:
     problem = incompatibility(info, torch.__version__, torch.version.cuda)
     if problem is not None:
         raise ImportError(f"{problem}; rebuild it with: {rebuild_command(info)}")
+    if info.get("sanitize"):
+        import ctypes
+
+        problem = sanitizer_problem(info, hasattr(ctypes.CDLL(None), "__asan_init"))
+        if problem is not None:
+            raise ImportError(problem)

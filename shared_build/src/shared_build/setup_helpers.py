@@ -465,7 +465,10 @@ def _setup_kwargs(
     with_cuda = cuda_mod.decide_cuda(mode, config.cuda, torch.version.cuda, toolkit, package)
 
     debug = knobs.is_debug(env)
+    sanitize = knobs.sanitizers(env)
+    sanitize_cxx, sanitize_link = knobs.sanitize_args(sanitize)
     compile_args = knobs.compile_args(debug, with_cuda)
+    compile_args["cxx"] += sanitize_cxx
     compile_args["cxx"] += knobs.openmp_compile_args(
         torch.backends.openmp.is_available(), sys.platform
     )
@@ -539,6 +542,7 @@ def _setup_kwargs(
         extra_link_args=[
             *config.extra.get("extra_link_args", []),
             *overrides.get("extra_link_args", []),
+            *sanitize_link,
         ],
         define_macros=define_macros,
         extra_compile_args=compile_args,
@@ -558,19 +562,20 @@ def _setup_kwargs(
         "nvcc": toolkit.nvcc if with_cuda and toolkit else None,
         "arch_list": arch_list,
         "debug": debug,
+        "sanitize": list(sanitize),
         "python": platform.python_version(),
         "compiler": _compiler_version(compiler.command),
         "compiler_launcher": launcher,
         "source_dir": str(root),
         **overrides.get("build_info", {}),
     }
-    tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}"
-    # One build folder per torch/Python/CUDA/debug combination: switching torch never
+    tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
+    # One build folder per torch/Python/CUDA/debug/sanitizer combination: switching torch never
     # reuses objects compiled against other headers, and switching back recompiles nothing.
     build_base = str(out_of_tree / tag.replace("+", "_"))
     summary = (
         f"{package}: CUDA {'on (nvcc ' + str(toolkit.version) + ' at ' + toolkit.nvcc + ', ' + toolkit.origin + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
-        f", {'DEBUG -O0 -g' if debug else '-O3'}{', WERROR -Wall -Wextra -Werror' if werror else ''}, MAX_JOBS={jobs}, compiler cache {launcher or 'off'}, torch {torch.__version__}, build folder {build_base}"
+        f", {'DEBUG -O0 -g' if debug else '-O3'}{', WERROR -Wall -Wextra -Werror' if werror else ''}{', SANITIZE=' + ','.join(sanitize) if sanitize else ''}, MAX_JOBS={jobs}, compiler cache {launcher or 'off'}, torch {torch.__version__}, build folder {build_base}"
     )
     _log(summary)
 

@@ -56,13 +56,12 @@ void transpose_csr(const index_t* crow,
   for (int64_t k = 0; k < nnz; ++k) {
     const int64_t c = col[k];
     TORCH_CHECK(c >= 0 && c < num_cols,
-                "gc_cpp._csr_transpose: column index ",
-                c,
-                " at position ",
+                "gc_cpp._csr_transpose: col_indices[",
                 k,
-                " is out of range for ",
-                num_cols,
-                " columns");
+                "] = ",
+                c,
+                " is out of range for num_cols = ",
+                num_cols);
     ++t_crow[c + 1];
   }
   for (int64_t c = 0; c < num_cols; ++c) {

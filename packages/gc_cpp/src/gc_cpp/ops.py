@@ -306,6 +306,50 @@ def _(adj: torch.Tensor, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
 def _(
     crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor, num_cols: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    # The checks of gc_cpp::check_csr_transpose_inputs, in the same words (a meta tensor
+    # among CPU ones dispatches here, not to the C++ kernel).
+    op = "gc_cpp._csr_transpose"
+    for name, t in (
+        ("crow_indices", crow_indices),
+        ("col_indices", col_indices),
+        ("values", values),
+    ):
+        _check_dense(op, name, t)
+    torch._check(
+        crow_indices.device == col_indices.device and values.device == col_indices.device,
+        lambda: (
+            f"{op}: crow_indices, col_indices and values must be on the same device, got {crow_indices.device}, {col_indices.device} and {values.device}"
+        ),
+    )
+    torch._check(
+        col_indices.dtype in (torch.int32, torch.int64) and crow_indices.dtype == col_indices.dtype,
+        lambda: (
+            f"{op}: crow_indices and col_indices must both be int32 or both int64, got {_dtype(crow_indices.dtype)} and {_dtype(col_indices.dtype)}"
+        ),
+    )
+    torch._check(
+        values.dtype in _FLOATING,
+        lambda: (
+            f"{op}: values must be float16, bfloat16, float32 or float64, got {_dtype(values.dtype)}"
+        ),
+    )
+    torch._check(
+        crow_indices.dim() == 1 and col_indices.dim() == 1 and values.dim() == 1,
+        lambda: (
+            f"{op}: crow_indices, col_indices and values must be 1-D, got shapes {_shape(crow_indices)}, {_shape(col_indices)} and {_shape(values)}"
+        ),
+    )
+    torch._check(
+        crow_indices.numel() >= 1,
+        lambda: f"{op}: crow_indices must have num_rows + 1 >= 1 elements, got 0",
+    )
+    torch._check(
+        col_indices.numel() == values.numel(),
+        lambda: (
+            f"{op}: col_indices has {col_indices.numel()} elements but values has {values.numel()}"
+        ),
+    )
+    torch._check(num_cols >= 0, lambda: f"{op}: num_cols must be >= 0, got {num_cols}")
     return (
         crow_indices.new_empty((num_cols + 1,)),
         col_indices.new_empty(col_indices.shape),

@@ -183,6 +183,14 @@ def _warp_perspective_fake(
             ),
         )
         out_h, out_w = dsize
+        planes = image.numel() // (image.shape[-2] * image.shape[-1])
+        torch._check(
+            out_h * out_w * planes * image.element_size() < 2**62,
+            lambda: (
+                f"warp_perspective: dsize {list(dsize)} makes an output of {planes} planes of "
+                f"{out_h} x {out_w} pixels, more bytes than a tensor can hold"
+            ),
+        )
     return image.new_empty((*image.shape[:-2], out_h, out_w))
 
 
@@ -218,6 +226,16 @@ def _warp_perspective_backward_fake(
             f"warp_perspective_backward: image_size {list(image_size)} does not fit "
             f"grad_output of shape {list(grad_output.shape)} (same rank and leading dims, "
             "positive H and W)"
+        ),
+    )
+    image_bytes = grad_output.element_size()
+    for size in image_size:
+        image_bytes *= size
+    torch._check(
+        image_bytes < 2**62,
+        lambda: (
+            f"warp_perspective_backward: image_size {list(image_size)} is more bytes than a "
+            "tensor can hold"
         ),
     )
     _check_warp(grad_output, "grad_output", warp)

@@ -1,20 +1,17 @@
-"""The ``impl`` fixture of the shared LLTM suite (tests/lltm_common): lltm_cpu on the CPU."""
-
-from __future__ import annotations
+"""The ``impl`` fixture of the LLTM suite: lltm_cpu on the CPU."""
 
 import sys
 from pathlib import Path
 
-import pytest
+# The suite is one source with lltm_common/: vendored into the sdist, beside us in a checkout.
+_root = Path(__file__).resolve().parents[1]
+_common = next(p for p in (_root / "_vendor", _root.parents[1]) if (p / "lltm_common").is_dir())
+sys.path.insert(0, str(_common / "lltm_common" / "tests"))
 
-# The shared reference and suite live at the repository root, beside the cross-package tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
+from lltm_common.suite import impl_fixture, skip_cuda_tests_without_gpu  # noqa: E402
 
-from lltm_common.suite import Impl
-
-import lltm_cpu
+impl = impl_fixture("lltm_cpu", "cpu")
 
 
-@pytest.fixture(scope="session")
-def impl() -> Impl:
-    return Impl(name="lltm_cpu", package=lltm_cpu, device="cpu")
+def pytest_collection_modifyitems(items):
+    skip_cuda_tests_without_gpu(items)

@@ -1,5 +1,5 @@
 """The test cases lltm_cpu and lltm_cuda share, run against the package and device that
-the ``impl`` fixture names (see each package's tests/conftest.py).
+the ``impl`` fixture names (each package's tests/conftest.py makes it with impl_fixture).
 
 A package's test module runs them with ``from lltm_common.suite import *``; pytest then
 collects them as that module's tests.
@@ -7,6 +7,7 @@ collects them as that module's tests.
 
 from __future__ import annotations
 
+import importlib
 import types
 from dataclasses import dataclass
 
@@ -39,6 +40,25 @@ class Impl:
 
     def inputs(self, *shape: int, dtype=torch.float32, **kwargs) -> list[Tensor]:
         return make_inputs(*shape, dtype=dtype, device=self.device, **kwargs)
+
+
+def skip_cuda_tests_without_gpu(items: list[pytest.Item]) -> None:
+    """What the repository's conftest.py does, for a suite run from an sdist without it."""
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="no CUDA GPU visible (torch.cuda.is_available() is False)")
+        for item in items:
+            if "cuda" in item.keywords:
+                item.add_marker(skip)
+
+
+def impl_fixture(name: str, device: str):
+    """The session fixture ``impl`` for a package's conftest.py: ``name`` on ``device``."""
+
+    @pytest.fixture(scope="session")
+    def impl() -> Impl:
+        return Impl(name=name, package=importlib.import_module(name), device=device)
+
+    return impl
 
 
 # The gradient of each of forward's inputs, in the order of the inputs.

@@ -315,6 +315,8 @@ def test_sdist_carries_the_common_folder(tmp_path):
         "_vendor/demo_common/csrc/shared.h",
         "_vendor/demo_common/python/__init__.py",
     } <= names
+    assert not (root / "demo_common").exists(), "a file escaped the release tree"
+    assert not any(".." in name for name in names)
 
 
 def test_remove_stale_modules_keeps_only_the_target(tmp_path: Path) -> None:

@@ -304,7 +304,10 @@ def _make_sdist(root: Path, common: Path | None = None) -> type:
                     if filename.endswith(_SDIST_SKIP_SUFFIXES) or filename == BUILD_INFO_FILE:
                         continue
                     extra.append(os.path.relpath(os.path.join(dirpath, filename), root))
-            super().make_release_tree(base_dir, sorted(set(files) | set(extra)))
+            # The common folder's files reach the manifest as "../../<folder>/...": they go
+            # into _vendor below, never beside the release tree.
+            inside = {f for f in files if not os.path.normpath(f).startswith("..")}
+            super().make_release_tree(base_dir, sorted(inside | set(extra)))
             ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
             shutil.copytree(HERE, Path(base_dir) / "_vendor" / "shared_build", ignore=ignore)
             if common is not None:

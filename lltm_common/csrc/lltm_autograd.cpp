@@ -249,11 +249,12 @@ PointwiseResult pointwise_autograd(const Args&... args) {
 
 }  // namespace
 
-void impl_autograd_kernels(torch::Library& m) {
-  using T = Tensor;
-  m.impl("forward", &forward_autograd<T, T, T, T, T>);
-  m.impl("backward", &backward_autograd<T, T, T, T, T, T, T, T, T>);
-  m.impl("_backward_pointwise", &pointwise_autograd<T, T, T, T, T, T, T>);
-}
-
 }  // namespace LLTM_NS
+
+TORCH_LIBRARY_IMPL(LLTM_NS, Autograd, m) {
+  using T = at::Tensor;
+  m.impl("forward", &LLTM_NS::forward_autograd<T, T, T, T, T>);
+  m.impl("backward", &LLTM_NS::backward_autograd<T, T, T, T, T, T, T, T, T>);
+  m.impl("_backward_pointwise",
+         &LLTM_NS::pointwise_autograd<T, T, T, T, T, T, T>);
+}

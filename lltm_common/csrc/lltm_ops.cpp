@@ -7,7 +7,9 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/SymInt.h>
 #include <c10/util/ArrayRef.h>
+#include <shared_build/checks.h>
 #include <torch/library.h>
 
 #include <initializer_list>
@@ -18,6 +20,14 @@
 namespace LLTM_NS {
 namespace {
 
+// The sizes every LLTM tensor is checked against; symbolic under
+// torch.compile(dynamic=True), where the Meta kernels run the same checks.
+struct LltmSizes {
+  c10::SymInt batch;
+  c10::SymInt input_features;
+  c10::SymInt state_size;
+};
+
 using NamedTensor = std::pair<const char*, const at::Tensor*>;
 
 void check_dims(const char* op,
@@ -26,24 +36,8 @@ void check_dims(const char* op,
                 int64_t dims,
                 const char* meaning) {
   TORCH_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
-  TORCH_CHECK(t.layout() == at::kStrided,
-              op,
-              ": ",
-              name,
-              " must be a dense (strided) tensor, got layout ",
-              t.layout());
-  TORCH_CHECK(t.dim() == dims,
-              op,
-              ": ",
-              name,
-              " must be ",
-              dims,
-              "-D ",
-              meaning,
-              ", got a ",
-              t.dim(),
-              "-D tensor of shape ",
-              t.sym_sizes());
+  shared_build::check_dense(op, name, t);
+  shared_build::check_dim(op, name, t, dims, meaning);
 }
 
 // One floating dtype and one device for every argument; the first argument is
@@ -98,8 +92,6 @@ void check_shape(const char* op,
               "), got ",
               t.sym_sizes());
 }
-
-}  // namespace
 
 LltmSizes check_forward_inputs(const at::Tensor& input,
                                const at::Tensor& weights,
@@ -238,8 +230,6 @@ LltmSizes check_backward_inputs(const at::Tensor& grad_h,
   return sizes;
 }
 
-namespace {
-
 using at::Tensor;
 using ForwardResult =
     std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>;
@@ -292,13 +282,13 @@ ForwardResult forward_kernel(const Tensor& input,
   Tensor output_gate = state_like();
   Tensor candidate = state_like();
   if (run == Run::kDevice && sizes.batch != 0 && sizes.state_size != 0) {
-    forward_pointwise(*gate_weights.expect_contiguous(),
-                      *old_cell.expect_contiguous(),
-                      new_h,
-                      new_cell,
-                      input_gate,
-                      output_gate,
-                      candidate);
+    forward_pointwise({.gate_weights = *gate_weights.expect_contiguous(),
+                       .old_cell = *old_cell.expect_contiguous(),
+                       .new_h = new_h,
+                       .new_cell = new_cell,
+                       .input_gate = input_gate,
+                       .output_gate = output_gate,
+                       .candidate_cell = candidate});
   }
   return {new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
 }
@@ -324,13 +314,14 @@ PointwiseResult pointwise_impl(Run run,
   }
   // Gradients arriving from a sum or a broadcast are often expanded views;
   // they are copied once here, the rest is used as it is.
-  return backward_pointwise(*grad_h.expect_contiguous(),
-                            *grad_cell.expect_contiguous(),
-                            *new_cell.expect_contiguous(),
-                            *input_gate.expect_contiguous(),
-                            *output_gate.expect_contiguous(),
-                            *candidate_cell.expect_contiguous(),
-                            *gate_weights.expect_contiguous());
+  return backward_pointwise(
+      {.gate_weights = *gate_weights.expect_contiguous(),
+       .new_cell = *new_cell.expect_contiguous(),
+       .input_gate = *input_gate.expect_contiguous(),
+       .output_gate = *output_gate.expect_contiguous(),
+       .candidate_cell = *candidate_cell.expect_contiguous(),
+       .grad_h = *grad_h.expect_contiguous(),
+       .grad_cell = *grad_cell.expect_contiguous()});
 }
 
 template <Run run>
@@ -436,12 +427,6 @@ void impl_device_kernels(torch::Library& m) {
   m.impl("_backward_pointwise", &backward_pointwise_kernel<Run::kDevice>);
 }
 
-void impl_meta_kernels(torch::Library& m) {
-  m.impl("forward", &forward_kernel<Run::kMeta>);
-  m.impl("backward", &backward_kernel<Run::kMeta>);
-  m.impl("_backward_pointwise", &backward_pointwise_kernel<Run::kMeta>);
-}
-
 void impl_other_device_kernels(torch::Library& m) {
   m.impl("forward", &forward_kernel<Run::kOtherDevice>);
   m.impl("backward", &backward_kernel<Run::kOtherDevice>);
@@ -449,3 +434,11 @@ void impl_other_device_kernels(torch::Library& m) {
 }
 
 }  // namespace LLTM_NS
+
+TORCH_LIBRARY_IMPL(LLTM_NS, Meta, m) {
+  using LLTM_NS::Run;
+  m.impl("forward", &LLTM_NS::forward_kernel<Run::kMeta>);
+  m.impl("backward", &LLTM_NS::backward_kernel<Run::kMeta>);
+  m.impl("_backward_pointwise",
+         &LLTM_NS::backward_pointwise_kernel<Run::kMeta>);
+}

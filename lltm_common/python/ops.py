@@ -39,16 +39,5 @@ def backward(
     weights: Tensor,
 ) -> list[Tensor]:
     """Gradients of one LLTM step: ``[d_old_h, d_input, d_weights, d_bias, d_old_cell]``."""
-    return list(
-        _backward(
-            grad_h,
-            grad_cell,
-            new_cell,
-            input_gate,
-            output_gate,
-            candidate_cell,
-            X,
-            gate_weights,
-            weights,
-        )
-    )
+    saved = (new_cell, input_gate, output_gate, candidate_cell)
+    return list(_backward(grad_h, grad_cell, *saved, X, gate_weights, weights))

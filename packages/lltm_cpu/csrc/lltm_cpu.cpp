@@ -21,12 +21,6 @@ TORCH_LIBRARY(lltm_cpu, m) {
 TORCH_LIBRARY_IMPL(lltm_cpu, CPU, m) {
   lltm_cpu::impl_device_kernels(m);
 }
-TORCH_LIBRARY_IMPL(lltm_cpu, Meta, m) {
-  lltm_cpu::impl_meta_kernels(m);
-}
-TORCH_LIBRARY_IMPL(lltm_cpu, Autograd, m) {
-  lltm_cpu::impl_autograd_kernels(m);
-}
 TORCH_LIBRARY_IMPL(lltm_cpu, CUDA, m) {
   lltm_cpu::impl_other_device_kernels(m);
 }

@@ -18,11 +18,8 @@ const char* const kOtherDeviceHint =
 TORCH_LIBRARY(lltm_cuda, m) {
   lltm_cuda::define_ops(m);
 }
-TORCH_LIBRARY_IMPL(lltm_cuda, Meta, m) {
-  lltm_cuda::impl_meta_kernels(m);
-}
-TORCH_LIBRARY_IMPL(lltm_cuda, Autograd, m) {
-  lltm_cuda::impl_autograd_kernels(m);
+TORCH_LIBRARY_IMPL(lltm_cuda, CUDA, m) {
+  lltm_cuda::impl_device_kernels(m);
 }
 TORCH_LIBRARY_IMPL(lltm_cuda, CPU, m) {
   lltm_cuda::impl_other_device_kernels(m);

@@ -212,38 +212,25 @@ LLTM_DEFINE_BACKWARD_ROWS(c10::Half)
 
 }  // namespace
 
-void forward_pointwise(const at::Tensor& gate_weights,
-                       const at::Tensor& old_cell,
-                       const at::Tensor& new_h,
-                       const at::Tensor& new_cell,
-                       const at::Tensor& input_gate,
-                       const at::Tensor& output_gate,
-                       const at::Tensor& candidate_cell) {
-  const int64_t batch = old_cell.size(0);
-  const int64_t state = old_cell.size(1);
+void forward_pointwise(const Step& step) {
+  const int64_t batch = step.old_cell.size(0);
+  const int64_t state = step.old_cell.size(1);
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kBFloat16,
       at::kHalf,
-      old_cell.scalar_type(),
+      step.old_cell.scalar_type(),
       "lltm_cpu_forward",
       [&] {
-        const scalar_t* g = gate_weights.const_data_ptr<scalar_t>();
-        const scalar_t* oc = old_cell.const_data_ptr<scalar_t>();
-        scalar_t* nh = new_h.mutable_data_ptr<scalar_t>();
-        scalar_t* nc = new_cell.mutable_data_ptr<scalar_t>();
-        scalar_t* ig = input_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* og = output_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* cc = candidate_cell.mutable_data_ptr<scalar_t>();
         at::parallel_for(
             0, batch, rows_per_task(state), [&](int64_t begin, int64_t end) {
               const int64_t s = begin * state;
-              forward_rows(g + 3 * s,
-                           oc + s,
-                           nh + s,
-                           nc + s,
-                           ig + s,
-                           og + s,
-                           cc + s,
+              forward_rows(in<scalar_t>(step.gate_weights) + 3 * s,
+                           in<scalar_t>(step.old_cell) + s,
+                           out<scalar_t>(step.new_h) + s,
+                           out<scalar_t>(step.new_cell) + s,
+                           out<scalar_t>(step.input_gate) + s,
+                           out<scalar_t>(step.output_gate) + s,
+                           out<scalar_t>(step.candidate_cell) + s,
                            end - begin,
                            state);
             });
@@ -251,16 +238,10 @@ void forward_pointwise(const at::Tensor& gate_weights,
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
-    const at::Tensor& grad_h,
-    const at::Tensor& grad_cell,
-    const at::Tensor& new_cell,
-    const at::Tensor& input_gate,
-    const at::Tensor& output_gate,
-    const at::Tensor& candidate_cell,
-    const at::Tensor& gate_weights) {
-  const int64_t batch = grad_h.size(0);
-  const int64_t state = grad_h.size(1);
-  const auto options = grad_h.options();
+    const Step& step) {
+  const int64_t batch = step.grad_h.size(0);
+  const int64_t state = step.grad_h.size(1);
+  const auto options = step.grad_h.options();
   at::Tensor d_gates = at::empty({batch, 3 * state}, options);
   at::Tensor d_old_cell = at::empty({batch, state}, options);
   at::Tensor d_bias = at::empty({3 * state}, options);
@@ -270,16 +251,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
   const int64_t rows = rows_per_task(state);
   const int64_t tasks = (batch + rows - 1) / rows;
   AT_DISPATCH_FLOATING_TYPES_AND2(
-      at::kBFloat16, at::kHalf, grad_h.scalar_type(), "lltm_cpu_backward", [&] {
+      at::kBFloat16,
+      at::kHalf,
+      step.grad_h.scalar_type(),
+      "lltm_cpu_backward",
+      [&] {
         using acc_t = at::acc_type<scalar_t, false>;
         std::vector<acc_t> partial(tasks * 3 * state, acc_t(0));
-        const scalar_t* gh_p = grad_h.const_data_ptr<scalar_t>();
-        const scalar_t* gc_p = grad_cell.const_data_ptr<scalar_t>();
-        const scalar_t* nc_p = new_cell.const_data_ptr<scalar_t>();
-        const scalar_t* ig_p = input_gate.const_data_ptr<scalar_t>();
-        const scalar_t* og_p = output_gate.const_data_ptr<scalar_t>();
-        const scalar_t* cc_p = candidate_cell.const_data_ptr<scalar_t>();
-        const scalar_t* gw_p = gate_weights.const_data_ptr<scalar_t>();
         scalar_t* doc_p = d_old_cell.mutable_data_ptr<scalar_t>();
         scalar_t* dg_p = d_gates.mutable_data_ptr<scalar_t>();
         at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
@@ -287,13 +265,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
             const int64_t begin = task * rows;
             const int64_t end = std::min(batch, begin + rows);
             const int64_t s = begin * state;
-            backward_rows(gh_p + s,
-                          gc_p + s,
-                          nc_p + s,
-                          ig_p + s,
-                          og_p + s,
-                          cc_p + s,
-                          gw_p + 3 * s,
+            backward_rows(in<scalar_t>(step.grad_h) + s,
+                          in<scalar_t>(step.grad_cell) + s,
+                          in<scalar_t>(step.new_cell) + s,
+                          in<scalar_t>(step.input_gate) + s,
+                          in<scalar_t>(step.output_gate) + s,
+                          in<scalar_t>(step.candidate_cell) + s,
+                          in<scalar_t>(step.gate_weights) + 3 * s,
                           doc_p + s,
                           dg_p + 3 * s,
                           partial.data() + task * 3 * state,

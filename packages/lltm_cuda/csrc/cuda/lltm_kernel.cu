@@ -147,72 +147,50 @@ unsigned blocks_for(int64_t n) {
 
 }  // namespace
 
-void forward_pointwise(const at::Tensor& gate_weights,
-                       const at::Tensor& old_cell,
-                       const at::Tensor& new_h,
-                       const at::Tensor& new_cell,
-                       const at::Tensor& input_gate,
-                       const at::Tensor& output_gate,
-                       const at::Tensor& candidate_cell) {
-  const c10::cuda::CUDAGuard guard(old_cell.device());
-  const int64_t state = old_cell.size(1);
-  const int64_t n = old_cell.numel();
+void forward_pointwise(const Step& step) {
+  const c10::cuda::CUDAGuard guard(step.old_cell.device());
+  const int64_t state = step.old_cell.size(1);
+  const int64_t n = step.old_cell.numel();
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const c10::ScalarType dtype = step.old_cell.scalar_type();
   AT_DISPATCH_FLOATING_TYPES_AND2(
-      at::kHalf,
-      at::kBFloat16,
-      old_cell.scalar_type(),
-      "lltm_cuda_forward",
-      [&] {
-        const scalar_t* gates = gate_weights.const_data_ptr<scalar_t>();
-        const scalar_t* cell = old_cell.const_data_ptr<scalar_t>();
-        scalar_t* h_out = new_h.mutable_data_ptr<scalar_t>();
-        scalar_t* cell_out = new_cell.mutable_data_ptr<scalar_t>();
-        scalar_t* i_out = input_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* o_out = output_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* c_out = candidate_cell.mutable_data_ptr<scalar_t>();
+      at::kHalf, at::kBFloat16, dtype, "lltm_cuda_forward", [&] {
+        // clang-format off: the arguments packed, so that the check follows the
+        // launch directly.
         lltm_forward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            gates, cell, h_out, cell_out, i_out, o_out, c_out, n, state);
+            in<scalar_t>(step.gate_weights), in<scalar_t>(step.old_cell),
+            out<scalar_t>(step.new_h), out<scalar_t>(step.new_cell),
+            out<scalar_t>(step.input_gate), out<scalar_t>(step.output_gate),
+            out<scalar_t>(step.candidate_cell), n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
+        // clang-format on
       });
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
-    const at::Tensor& grad_h,
-    const at::Tensor& grad_cell,
-    const at::Tensor& new_cell,
-    const at::Tensor& input_gate,
-    const at::Tensor& output_gate,
-    const at::Tensor& candidate_cell,
-    const at::Tensor& gate_weights) {
-  const c10::cuda::CUDAGuard guard(grad_h.device());
-  const int64_t batch = grad_h.size(0);
-  const int64_t state = grad_h.size(1);
+    const Step& step) {
+  const c10::cuda::CUDAGuard guard(step.grad_h.device());
+  const int64_t batch = step.grad_h.size(0);
+  const int64_t state = step.grad_h.size(1);
   const int64_t n = batch * state;
-  const auto options = grad_h.options();
+  const auto options = step.grad_h.options();
   at::Tensor d_gates = at::empty({batch, 3 * state}, options);
   at::Tensor d_old_cell = at::empty({batch, state}, options);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf,
       at::kBFloat16,
-      grad_h.scalar_type(),
+      step.grad_h.scalar_type(),
       "lltm_cuda_backward",
       [&] {
-        const scalar_t* gh_in = grad_h.const_data_ptr<scalar_t>();
-        const scalar_t* gc_in = grad_cell.const_data_ptr<scalar_t>();
-        const scalar_t* nc_in = new_cell.const_data_ptr<scalar_t>();
-        const scalar_t* ig_in = input_gate.const_data_ptr<scalar_t>();
-        const scalar_t* og_in = output_gate.const_data_ptr<scalar_t>();
-        const scalar_t* cc_in = candidate_cell.const_data_ptr<scalar_t>();
-        const scalar_t* gw_in = gate_weights.const_data_ptr<scalar_t>();
         scalar_t* d_cell = d_old_cell.mutable_data_ptr<scalar_t>();
         scalar_t* d_g = d_gates.mutable_data_ptr<scalar_t>();
-        // clang-format off: the arguments packed, so that the check follows the
-        // launch directly.
+        // clang-format off: as above.
         lltm_backward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            gh_in, gc_in, nc_in, ig_in, og_in, cc_in, gw_in, d_cell, d_g, n,
-            state);
+            in<scalar_t>(step.grad_h), in<scalar_t>(step.grad_cell),
+            in<scalar_t>(step.new_cell), in<scalar_t>(step.input_gate),
+            in<scalar_t>(step.output_gate), in<scalar_t>(step.candidate_cell),
+            in<scalar_t>(step.gate_weights), d_cell, d_g, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });

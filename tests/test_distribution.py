@@ -45,17 +45,9 @@ def artifacts(tmp_path_factory) -> dict[str, Path]:
     """The wheel (built in this environment) and the sdist of add_ext."""
     out = tmp_path_factory.mktemp("dist")
     run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-build-isolation",
-        "--no-deps",
-        "-w",
-        str(out),
-        str(PACKAGE),
-    )
+        sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+        "-w", str(out), str(PACKAGE),
+    )  # fmt: skip
     run(sys.executable, "setup.py", "-q", "sdist", "-d", str(out), cwd=PACKAGE)
     (wheel,) = out.glob("add_ext-*.whl")
     (sdist,) = out.glob("add_ext-*.tar.gz")

@@ -254,14 +254,11 @@ def test_require_ninja_adds_the_pip_package_folder_to_path(monkeypatch, tmp_path
     assert env["PATH"].startswith(folder)
 
 
-def test_sdist_carries_sources_and_shared_build(tmp_path):
-    """A real `setup.py sdist` (no torch needed) packs csrc/, tests/ and shared_build."""
+def sdist_names(root: Path, dist: Path) -> set[str]:
+    """The files of a real `setup.py sdist` (no torch needed) of the package at root."""
     import subprocess
     import tarfile
 
-    root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.h", "tests/test_demo.py"))
-    (root / "build").mkdir()
-    (root / "build" / "junk.o").write_text("")
     shared_build_src = Path(setup_helpers.__file__).resolve().parents[1]
     (root / "setup.py").write_text(
         "import sys\n"
@@ -271,15 +268,23 @@ def test_sdist_carries_sources_and_shared_build(tmp_path):
         "setup(**setup_kwargs(__file__))\n"
     )
     subprocess.run(
-        [sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
+        [sys.executable, "setup.py", "-q", "sdist", "-d", str(dist)],
         cwd=root,
         check=True,
         capture_output=True,
         text=True,
     )
-    (archive,) = (tmp_path / "dist").glob("demo-1.2.3.tar.gz")
+    (archive,) = dist.glob("demo-1.2.3.tar.gz")
     with tarfile.open(archive) as tar:
-        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+        return {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+
+
+def test_sdist_carries_sources_and_shared_build(tmp_path):
+    """A real `setup.py sdist` (no torch needed) packs csrc/, tests/ and shared_build."""
+    root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.h", "tests/test_demo.py"))
+    (root / "build").mkdir()
+    (root / "build" / "junk.o").write_text("")
+    names = sdist_names(root, tmp_path / "dist")
     assert {"csrc/op.cpp", "csrc/op.h", "tests/test_demo.py", "pyproject.toml", "setup.py"} <= names
     assert "_vendor/shared_build/setup_helpers.py" in names
     assert "_vendor/shared_build/include/shared_build/python_module.h" in names
@@ -287,29 +292,9 @@ def test_sdist_carries_sources_and_shared_build(tmp_path):
 
 
 def test_sdist_carries_the_common_folder(tmp_path):
-    import subprocess
-    import tarfile
-
     make_common(tmp_path)
     root = make_package(tmp_path, 'common = "../demo_common"\n')
-    shared_build_src = Path(setup_helpers.__file__).resolve().parents[1]
-    (root / "setup.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(shared_build_src)!r})\n"
-        "from setuptools import setup\n"
-        "from shared_build import setup_kwargs\n"
-        "setup(**setup_kwargs(__file__))\n"
-    )
-    subprocess.run(
-        [sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    (archive,) = (tmp_path / "dist").glob("demo-1.2.3.tar.gz")
-    with tarfile.open(archive) as tar:
-        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    names = sdist_names(root, tmp_path / "dist")
     assert {
         "_vendor/demo_common/csrc/shared.cpp",
         "_vendor/demo_common/csrc/shared.h",

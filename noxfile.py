@@ -116,6 +116,9 @@ class Package:
     cuda: str  # "none" | "optional" | "required", from [tool.shared_build]
     test_requires: tuple[str, ...]
     bench_requires: tuple[str, ...]
+    common: Path | None = (
+        None  # a source folder shared with other packages ([tool.shared_build] common)
+    )
 
 
 def discover_packages() -> list[Package]:
@@ -135,6 +138,9 @@ def discover_packages() -> list[Package]:
                 cuda=table.get("cuda", "optional" if has_cu else "none"),
                 test_requires=tuple(extras.get("test", [])),
                 bench_requires=tuple(extras.get("bench", [])),
+                common=(pyproject.parent / table["common"]).resolve()
+                if "common" in table
+                else None,
             )
         )
     return found
@@ -283,9 +289,8 @@ class TorchEnv:
                 )
                 self.session.log(f"SKIPPED {package.name}: {self.skipped[package.name]}")
                 continue
-            self.install(
-                package.name, package.root, hash_roots=(package.root, SHARED_BUILD / "src")
-            )
+            roots = (package.root, SHARED_BUILD / "src", *filter(None, [package.common]))
+            self.install(package.name, package.root, hash_roots=roots)
 
     def summary(self) -> str:
         built = ", ".join(n for n in self.built if n != "shared_build") or "none"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 import textwrap
 import tomllib
 import venv
@@ -46,17 +47,9 @@ def artifacts(tmp_path_factory) -> dict[str, Path]:
     """The wheel (built in this environment) and the sdist of add_ext."""
     out = tmp_path_factory.mktemp("dist")
     run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-build-isolation",
-        "--no-deps",
-        "-w",
-        str(out),
-        str(PACKAGE),
-    )
+        sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+        "-w", str(out), str(PACKAGE),
+    )  # fmt: skip
     run(sys.executable, "setup.py", "-q", "sdist", "-d", str(out), cwd=PACKAGE)
     (wheel,) = out.glob("add_ext-*.whl")
     (sdist,) = out.glob("add_ext-*.tar.gz")
@@ -142,3 +135,30 @@ def test_isolated_build_says_to_use_no_build_isolation(clean_env):
         -3000:
     ]
     assert "pip install --no-build-isolation" in output
+
+
+def test_sdist_tests_run_alone(tmp_path, clean_env):
+    """An extracted sdist's tests run with only the package and its test dependencies
+    installed: lltm_cpu's suite is one source with lltm_cuda's (lltm_common/), which the
+    sdist vendors, as it vendors shared_build."""
+    package = ROOT / "packages" / "lltm_cpu"
+    run(sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path), cwd=package)
+    (sdist,) = tmp_path.glob("lltm_cpu-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    (source,) = tmp_path.glob("lltm_cpu-*/")
+    test_requires = tomllib.loads((package / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["test"]
+    pip = (str(clean_env), "-m", "pip", "install", "-q")
+    run(*pip, *test_requires)
+    result = run(*pip, "--no-build-isolation", "--no-deps", str(source), check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # From the extracted folder, as its user would: no repository conftest.py above it.
+    result = run(
+        str(clean_env), "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider",
+        "tests", cwd=source, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert " passed" in result.stdout
+    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "lltm_cpu")

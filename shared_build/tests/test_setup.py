@@ -108,6 +108,62 @@ def test_collect_sources_cpu_and_cuda(tmp_path):
     ]
 
 
+def make_common(tmp_path, name="demo_common"):
+    """A common folder beside the package: csrc/ (a .cpp and a cuda/ source) and python/."""
+    common = tmp_path / name
+    for relative in ("csrc/shared.cpp", "csrc/shared.h", "csrc/cuda/shared_kernel.cu"):
+        (common / relative).parent.mkdir(parents=True, exist_ok=True)
+        (common / relative).write_text("// source\n")
+    (common / "python").mkdir()
+    (common / "python" / "__init__.py").write_text("")
+    return common
+
+
+def test_common_folder_sources_and_python(tmp_path):
+    """[tool.shared_build] common: its csrc/ compiles into the package (relative paths,
+    setuptools takes no others), its python/ installs as <name>._<folder without _common>."""
+    make_common(tmp_path)
+    root = make_package(tmp_path, 'common = "../demo_common"\n')
+    config = setup_helpers.read_config(root)
+    assert config.common == (tmp_path / "demo_common").resolve()
+    assert setup_helpers.collect_sources(root, with_cuda=False, common=config.common) == [
+        "csrc/op.cpp",
+        "../demo_common/csrc/shared.cpp",
+    ]
+    assert "../demo_common/csrc/cuda/shared_kernel.cu" in setup_helpers.collect_sources(
+        root, with_cuda=True, common=config.common
+    )
+    kwargs = setup_helpers._setup_kwargs(root, {}, ["setup.py", "egg_info"], {})
+    assert kwargs["packages"] == ["demo", "demo._demo"]
+    assert kwargs["package_dir"] == {"": "src", "demo._demo": "../demo_common/python"}
+
+
+def test_common_folder_prefers_the_vendored_copy(tmp_path):
+    make_common(tmp_path)
+    root = make_package(tmp_path, 'common = "../demo_common"\n')
+    make_common(root / "_vendor")
+    assert setup_helpers.read_config(root).common == (root / "_vendor" / "demo_common").resolve()
+
+
+def test_common_folder_missing(tmp_path):
+    root = make_package(tmp_path, 'common = "../nowhere"\n')
+    with pytest.raises(BuildError, match="common = '../nowhere': neither .* has a csrc/ folder"):
+        setup_helpers.read_config(root)
+
+
+def test_objects_of_common_sources_stay_in_the_build_folder():
+    class Compiler:
+        def object_filenames(self, sources, strip_dir=False, output_dir=""):
+            return [f"{output_dir}/{s.rsplit('.', 1)[0]}.o" for s in sources]
+
+    compiler = Compiler()
+    setup_helpers.keep_objects_inside(compiler)
+    assert compiler.object_filenames(["csrc/op.cpp", "../../c/csrc/x.cpp"], output_dir="t") == [
+        "t/csrc/op.o",
+        "t/_up/_up/c/csrc/x.o",
+    ]
+
+
 def test_collect_sources_rejects_same_base_name(tmp_path):
     root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.cu"))
     with pytest.raises(BuildError, match=r"csrc/op.cpp and csrc/op.cu would both compile to op.o"):
@@ -248,14 +304,11 @@ def test_require_ninja_adds_the_pip_package_folder_to_path(monkeypatch, tmp_path
     assert env["PATH"].startswith(folder)
 
 
-def test_sdist_carries_sources_and_shared_build(tmp_path):
-    """A real `setup.py sdist` (no torch needed) packs csrc/, tests/ and shared_build."""
+def sdist_names(root: Path, dist: Path) -> set[str]:
+    """The files of a real `setup.py sdist` (no torch needed) of the package at root."""
     import subprocess
     import tarfile
 
-    root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.h", "tests/test_demo.py"))
-    (root / "build").mkdir()
-    (root / "build" / "junk.o").write_text("")
     shared_build_src = Path(setup_helpers.__file__).resolve().parents[1]
     (root / "setup.py").write_text(
         "import sys\n"
@@ -265,19 +318,40 @@ def test_sdist_carries_sources_and_shared_build(tmp_path):
         "setup(**setup_kwargs(__file__))\n"
     )
     subprocess.run(
-        [sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
+        [sys.executable, "setup.py", "-q", "sdist", "-d", str(dist)],
         cwd=root,
         check=True,
         capture_output=True,
         text=True,
     )
-    (archive,) = (tmp_path / "dist").glob("demo-1.2.3.tar.gz")
+    (archive,) = dist.glob("demo-1.2.3.tar.gz")
     with tarfile.open(archive) as tar:
-        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+        return {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+
+
+def test_sdist_carries_sources_and_shared_build(tmp_path):
+    """A real `setup.py sdist` (no torch needed) packs csrc/, tests/ and shared_build."""
+    root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.h", "tests/test_demo.py"))
+    (root / "build").mkdir()
+    (root / "build" / "junk.o").write_text("")
+    names = sdist_names(root, tmp_path / "dist")
     assert {"csrc/op.cpp", "csrc/op.h", "tests/test_demo.py", "pyproject.toml", "setup.py"} <= names
     assert "_vendor/shared_build/setup_helpers.py" in names
     assert "_vendor/shared_build/include/shared_build/python_module.h" in names
     assert not any(name.startswith("build/") for name in names)
+
+
+def test_sdist_carries_the_common_folder(tmp_path):
+    make_common(tmp_path)
+    root = make_package(tmp_path, 'common = "../demo_common"\n')
+    names = sdist_names(root, tmp_path / "dist")
+    assert {
+        "_vendor/demo_common/csrc/shared.cpp",
+        "_vendor/demo_common/csrc/shared.h",
+        "_vendor/demo_common/python/__init__.py",
+    } <= names
+    assert not (root / "demo_common").exists(), "a file escaped the release tree"
+    assert not any(".." in name for name in names)
 
 
 def test_remove_stale_modules_keeps_only_the_target(tmp_path: Path) -> None:

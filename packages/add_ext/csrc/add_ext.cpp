@@ -1,6 +1,9 @@
-// The add_ext operator library: the op's schema and its input checks.
+// The add_ext operator library: the op's schema, its input checks (one copy,
+// run by every kernel) and its Meta kernel, the fake kernel of the meta device
+// and of torch.compile.
 #include "add_ext.h"
 
+#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 namespace add_ext {
@@ -31,12 +34,12 @@ void check_add_inputs(const at::Tensor& x, const at::Tensor& y) {
       "got ",
       dtype);
   TORCH_CHECK(
-      x.sizes() == y.sizes(),
+      x.sym_sizes() == y.sym_sizes(),
       "add_ext.add: x and y must have the same shape (no broadcasting), "
       "got x ",
-      x.sizes(),
+      x.sym_sizes(),
       " and y ",
-      y.sizes());
+      y.sym_sizes());
   TORCH_CHECK(x.layout() == at::kStrided && y.layout() == at::kStrided,
               "add_ext.add: x and y must be dense (strided) tensors, got x ",
               x.layout(),
@@ -44,9 +47,24 @@ void check_add_inputs(const at::Tensor& x, const at::Tensor& y) {
               y.layout());
 }
 
+namespace {
+
+// Shapes only, over sym_sizes() so that dynamic shapes stay symbolic.
+at::Tensor add_meta(const at::Tensor& x,
+                    const at::Tensor& y,
+                    double /*alpha*/) {
+  check_add_inputs(x, y);
+  return at::empty_symint(x.sym_sizes(), x.options());
+}
+
+}  // namespace
 }  // namespace add_ext
 
 TORCH_LIBRARY(add_ext, m) {
   m.def("add(Tensor x, Tensor y, float alpha=1.0) -> Tensor",
         {at::Tag::pt2_compliant_tag});
+}
+
+TORCH_LIBRARY_IMPL(add_ext, Meta, m) {
+  m.impl("add", &add_ext::add_meta);
 }

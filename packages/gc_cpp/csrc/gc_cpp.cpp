@@ -3,6 +3,7 @@
 #include "gc_cpp.h"
 
 #include <c10/util/StringUtil.h>
+#include <shared_build/checks.h>
 #include <shared_build/python_module.h>
 #include <torch/library.h>
 
@@ -25,33 +26,8 @@ void check_defined(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), op, ": ", name, " must be a tensor, got None");
 }
 
-void check_dense(const char* op, const char* name, const at::Tensor& t) {
-  TORCH_CHECK(t.layout() == at::kStrided,
-              op,
-              ": ",
-              name,
-              " must be a dense (strided) tensor, got layout ",
-              t.layout());
-}
-
-void check_dim(const char* op,
-               const char* name,
-               const at::Tensor& t,
-               int64_t dim,
-               const char* meaning) {
-  TORCH_CHECK(t.dim() == dim,
-              op,
-              ": ",
-              name,
-              " must be ",
-              dim,
-              "-D ",
-              meaning,
-              ", got a ",
-              t.dim(),
-              "-D tensor of shape ",
-              t.sym_sizes());
-}
+using shared_build::check_dense;
+using shared_build::check_dim;
 
 }  // namespace
 

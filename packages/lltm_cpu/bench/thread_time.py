@@ -53,11 +53,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, 1 thread, thread CPU time, min of {args.repeats} blocks")
-    for shape in (bench.TUTORIAL, bench.LARGE):
+    for shape in (bench.lltm_bench.TUTORIAL, bench.lltm_bench.LARGE):
         batch, features, state = shape
         torch.manual_seed(0)
         ours = lltm_cpu.LLTM(features, state)
-        eager = bench.EagerLLTM(features, state)
+        eager = bench.lltm_bench.EagerLLTM(features, state)
         eager.load_state_dict(ours.state_dict())
         compiled = torch.compile(eager, fullgraph=True, dynamic=False)
         x = torch.randn(batch, features)
@@ -97,7 +97,7 @@ def main() -> None:
             line = "  ".join(
                 f"{name} {t * 1e6:.1f} us ({t / mine:.2f}x)" for name, t in times.items()
             )
-            print(f"{op:<22} {bench.case_name(shape):<24} {line}")
+            print(f"{op:<22} {bench.lltm_bench.case_name(shape):<24} {line}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,12 @@ def test_backward_same_bits_for_any_thread_count(dtype):
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("op", ["forward", "backward", "_backward_pointwise"])
+def test_every_op_has_its_kernels(op):
+    for key in ("CPU", "Meta", "Autograd", "CUDA"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"lltm_cpu::{op}", key), key
+
+
 @pytest.mark.cuda
 def test_cuda_tensors_point_to_lltm_cuda():
     args = make_inputs(3, 4, 5, device="cuda")

@@ -1,20 +1,14 @@
-"""The ``impl`` fixture of the shared LLTM suite (tests/lltm_common): lltm_cuda on CUDA."""
-
-from __future__ import annotations
+"""The LLTM suite's ``impl`` fixture: lltm_cuda on the CUDA."""
 
 import sys
 from pathlib import Path
 
-import pytest
+# The suite is one source with lltm_common/: vendored into the sdist, beside us in a checkout.
+_here = Path(__file__).resolve().parents[1]
+_common = _here / "_vendor" / "lltm_common"
+sys.path.insert(
+    0, str((_common if _common.is_dir() else _here.parents[1] / "lltm_common") / "tests")
+)
+from lltm_common.suite import conftest  # noqa: E402
 
-# The shared reference and suite live at the repository root, beside the cross-package tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
-
-from lltm_common.suite import Impl
-
-import lltm_cuda
-
-
-@pytest.fixture(scope="session")
-def impl() -> Impl:
-    return Impl(name="lltm_cuda", package=lltm_cuda, device="cuda")
+impl, pytest_collection_modifyitems = conftest("lltm_cuda", "cuda")

@@ -41,6 +41,14 @@ def test_fake_kernels_refuse_cpu_tensors_too():
             torch.ops.lltm_cuda.forward(*inputs)
 
 
+@pytest.mark.parametrize("op", ["forward", "backward", "_backward_pointwise"])
+def test_every_op_has_its_kernels(op):
+    """The CUDA kernels are registered even where no GPU can run them, next to the Meta,
+    Autograd and CPU (refusal) ones."""
+    for key in ("CUDA", "Meta", "Autograd", "CPU"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"lltm_cuda::{op}", key), key
+
+
 def test_meta_shapes():
     inputs = make_inputs(6, 5, 4, device="meta")
     outputs = lltm_cuda.forward(*inputs)

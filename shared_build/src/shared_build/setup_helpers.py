@@ -70,6 +70,9 @@ class PackageConfig:
     module: str = "_C"
     python_module: bool = True
     limited_api: bool = True
+    # A source folder shared with other packages (csrc/, python/): its C++ is compiled
+    # into this package's module, its python/ installed as <name>._<folder name>.
+    common: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,12 +112,13 @@ def read_config(root: Path) -> PackageConfig:
     module = table.pop("module", "_C")
     python_module = table.pop("python_module", True)
     limited_api = table.pop("limited_api", True)
+    common = find_common(root, table.pop("common", None))
     allowed = {"libraries", "library_dirs", "include_dirs", "extra_link_args", "define_macros"}
     unknown = set(table) - allowed
     if unknown:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
-            f"cuda, module, python_module, limited_api, {', '.join(sorted(allowed))}"
+            f"common, cuda, module, python_module, limited_api, {', '.join(sorted(allowed))}"
         )
     return PackageConfig(
         root=root,
@@ -124,7 +128,23 @@ def read_config(root: Path) -> PackageConfig:
         module=module,
         python_module=bool(python_module),
         limited_api=bool(limited_api),
+        common=common,
         extra=table,
+    )
+
+
+def find_common(root: Path, relative: str | None) -> Path | None:
+    """The shared source folder named by ``common``: the sdist's vendored copy
+    (``_vendor/<folder name>``) or, in a checkout, the path relative to the package."""
+    if relative is None:
+        return None
+    in_checkout = (root / relative).resolve()
+    for candidate in (root / "_vendor" / in_checkout.name, in_checkout):
+        if (candidate / "csrc").is_dir():
+            return candidate.resolve()
+    raise BuildError(
+        f"[tool.shared_build] common = {relative!r}: neither {in_checkout} nor "
+        f"{root / '_vendor' / in_checkout.name} has a csrc/ folder"
     )
 
 
@@ -161,8 +181,9 @@ def wheel_hook(orig_argv: Sequence[str]) -> str | None:
     return None
 
 
-def collect_sources(root: Path, with_cuda: bool) -> list[str]:
-    """csrc/**/*.cpp, plus *.cu and anything under a cuda/ folder when building CUDA.
+def collect_sources(root: Path, with_cuda: bool, common: Path | None = None) -> list[str]:
+    """csrc/**/*.cpp, plus *.cu and anything under a cuda/ folder when building CUDA; the
+    same from the common folder's csrc/ (as absolute paths: it lies outside the package).
 
     Two sources that differ only in their suffix (csrc/add.cpp and csrc/add.cu) would compile
     to the same object file and one would silently overwrite the other at link time.
@@ -171,25 +192,32 @@ def collect_sources(root: Path, with_cuda: bool) -> list[str]:
     if not csrc.is_dir():
         raise BuildError(f"{root} has no csrc/ folder with the C++ sources")
     sources = []
-    for path in sorted(csrc.rglob("*")):
+    csrc_dirs = [csrc] if common is None else [csrc, common / "csrc"]
+    for path in sorted(p for d in csrc_dirs for p in d.rglob("*")):
         if path.suffix not in (".cpp", ".cu") or not path.is_file():
             continue
-        in_cuda_dir = "cuda" in path.relative_to(csrc).parts[:-1]
+        base = next(d for d in csrc_dirs if d in path.parents)
+        in_cuda_dir = "cuda" in path.relative_to(base).parts[:-1]
         if (path.suffix == ".cu" or in_cuda_dir) and not with_cuda:
             continue
         sources.append(path)
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(root)) if root in path.parents else str(path)
+
     objects: dict[Path, Path] = {}
     for path in sources:
         obj = path.with_suffix("")
         if obj in objects:
             raise BuildError(
-                f"{objects[obj].relative_to(root)} and {path.relative_to(root)} would both "
+                f"{shown(objects[obj])} and {shown(path)} would both "
                 f"compile to {obj.name}.o; rename one of them"
             )
         objects[obj] = path
     if not sources:
         raise BuildError(f"{csrc} has no .cpp or .cu sources")
-    return [str(p.relative_to(root)) for p in sources]
+    # setuptools refuses absolute paths; a common folder's are relative, with "..".
+    return [os.path.relpath(p, root) for p in sources]
 
 
 def import_torch(package: str) -> Any:
@@ -288,12 +316,12 @@ def _visible_capabilities(torch_module: Any) -> list[tuple[int, int]]:
         return []
 
 
-def _make_sdist(root: Path) -> type:
+def _make_sdist(root: Path, common: Path | None = None) -> type:
     from setuptools.command.sdist import sdist
 
     class SdistWithSharedBuild(sdist):
-        """An sdist that carries every source file of the package and a copy of shared_build,
-        so that it builds on a machine without this repository."""
+        """An sdist that carries every source file of the package and copies of shared_build
+        and of the common folder, so that it builds on a machine without this repository."""
 
         def make_release_tree(self, base_dir: str, files: list[str]) -> None:
             # setuptools takes the file list from egg_info's manifest, which knows nothing
@@ -307,11 +335,14 @@ def _make_sdist(root: Path) -> type:
                     if filename.endswith(_SDIST_SKIP_SUFFIXES) or filename == BUILD_INFO_FILE:
                         continue
                     extra.append(os.path.relpath(os.path.join(dirpath, filename), root))
-            super().make_release_tree(base_dir, sorted(set(files) | set(extra)))
-            destination = Path(base_dir) / "_vendor" / "shared_build"
-            shutil.copytree(
-                HERE, destination, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-            )
+            # The common folder's files reach the manifest as "../../<folder>/...": they go
+            # into _vendor below, never beside the release tree.
+            inside = {f for f in files if not os.path.normpath(f).startswith("..")}
+            super().make_release_tree(base_dir, sorted(inside | set(extra)))
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+            shutil.copytree(HERE, Path(base_dir) / "_vendor" / "shared_build", ignore=ignore)
+            if common is not None:
+                shutil.copytree(common, Path(base_dir) / "_vendor" / common.name, ignore=ignore)
 
     return SdistWithSharedBuild
 
@@ -344,6 +375,22 @@ def remove_stale_modules(target: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
+def keep_objects_inside(compiler: Any) -> None:
+    """Make a common folder's sources (``../../lltm_common/csrc/x.cpp``: setuptools takes
+    only relative paths) compile to objects inside the build folder, each ``..`` of the
+    path becoming ``_up``, instead of beside the sources or in another build's folder."""
+    original = compiler.object_filenames
+
+    def object_filenames(sources, strip_dir=False, output_dir=""):  # type: ignore[no-untyped-def]
+        inside = [
+            os.path.join(*("_up" if part == ".." else part for part in Path(source).parts))
+            for source in sources
+        ]
+        return original(inside, strip_dir, output_dir)
+
+    compiler.object_filenames = object_filenames
+
+
 def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
     from torch.utils.cpp_extension import BuildExtension
 
@@ -371,6 +418,10 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
 
         def get_outputs(self) -> list[str]:
             return [*super().get_outputs(), *self._info_paths()]
+
+        def build_extensions(self) -> None:
+            keep_objects_inside(self.compiler)
+            super().build_extensions()
 
     return BuildExtWithInfo
 
@@ -431,10 +482,18 @@ def _setup_kwargs(
             for p in (root / "src").rglob("__init__.py")
         }
     )
+    package_dir = {"": "src"}
+    if config.common is not None:
+        common_package = f"{package}._{config.common.name.removesuffix('_common')}"
+        packages.append(common_package)
+        # setuptools takes only relative paths here, even ones that leave the package.
+        package_dir[common_package] = Path(
+            os.path.relpath(config.common / "python", root)
+        ).as_posix()
     kwargs: dict[str, Any] = {
         "packages": packages,
-        "package_dir": {"": "src"},
-        "cmdclass": {"sdist": _make_sdist(root)},
+        "package_dir": package_dir,
+        "cmdclass": {"sdist": _make_sdist(root, config.common)},
     }
     if is_metadata_only(argv):
         # Building a wheel without torch cannot end well: say so in the front end's first
@@ -477,6 +536,7 @@ def _setup_kwargs(
     include_dirs = [
         str(INCLUDE_DIR),
         str(root / "csrc"),
+        *([str(config.common / "csrc")] if config.common else []),
         *config.extra.get("include_dirs", []),
         *overrides.get("include_dirs", []),
     ]
@@ -535,7 +595,7 @@ def _setup_kwargs(
     extension_cls = cpp_extension.CUDAExtension if with_cuda else cpp_extension.CppExtension
     extension = extension_cls(
         name=f"{package}.{config.module}",
-        sources=collect_sources(root, with_cuda),
+        sources=collect_sources(root, with_cuda, config.common),
         include_dirs=include_dirs,
         library_dirs=[*config.extra.get("library_dirs", []), *overrides.get("library_dirs", [])],
         libraries=[*config.extra.get("libraries", []), *overrides.get("libraries", [])],

@@ -1,4 +1,4 @@
-"""Typed wrappers and fake (meta) kernels for the add_ext ops."""
+"""Typed wrappers for the add_ext ops (their fake kernels are C++ Meta kernels)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import torch
 from . import _C
 
 __all__ = ["add"]
-
-_FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def add(x: torch.Tensor, y: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
@@ -24,30 +22,6 @@ def _add_traceable(x: torch.Tensor, y: torch.Tensor, alpha: float = 1.0) -> torc
     return torch.ops.add_ext.add.default(x, y, alpha)
 
 
-@torch.library.register_fake("add_ext::add")
-def _(x: torch.Tensor, y: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
-    # The same checks, in the same words, as add_ext::check_add_inputs in C++.
-    torch._check(
-        x.device == y.device,
-        lambda: (
-            f"add_ext.add: x and y must be on the same device, got x on {x.device} and y on {y.device}"
-        ),
-    )
-    torch._check(
-        x.dtype == y.dtype,
-        lambda: f"add_ext.add: x and y must have the same dtype, got x {x.dtype} and y {y.dtype}",
-    )
-    torch._check(
-        x.dtype in _FLOATING,
-        lambda: f"add_ext.add: dtype must be float16, bfloat16, float32 or float64, got {x.dtype}",
-    )
-    torch._check(
-        x.shape == y.shape,
-        lambda: (
-            f"add_ext.add: x and y must have the same shape (no broadcasting), got x {list(x.shape)} and y {list(y.shape)}"
-        ),
-    )
-    return x.new_empty(x.shape)
-
-
+# The fake kernel is the C++ Meta kernel (csrc/add_ext.cpp): the same checks as the real
+# kernels, one copy.
 # Autograd is registered in C++ (csrc/autograd.cpp): grad_x = alpha * grad, grad_y = grad.

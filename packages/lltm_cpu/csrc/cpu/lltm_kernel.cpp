@@ -1,21 +1,17 @@
-// CPU kernels of lltm_cpu::forward, lltm_cpu::backward and
-// lltm_cpu::_backward_pointwise: the GEMMs through ATen (MKL here), the
-// pointwise work in one fused, vectorized pass per direction, parallel over the
-// batch.
+// The CPU part of the LLTM ops (lltm_common/csrc/lltm.h): the pointwise work
+// of forward and backward in one fused, vectorized pass per direction, parallel
+// over the batch. The GEMMs around it run through ATen (MKL here), in
+// lltm_common/csrc/lltm_ops.cpp.
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/addmm.h>
-#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/mm.h>
-#include <ATen/ops/zeros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <lltm.h>
 #include <shared_build/cpu_dispatch.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +19,6 @@
 #include <vector>
 
 #include "cpu/vec_math.h"
-#include "lltm_cpu.h"
 
 namespace lltm_cpu {
 namespace {
@@ -215,119 +210,54 @@ LLTM_DEFINE_BACKWARD_ROWS(c10::BFloat16)
 LLTM_DEFINE_BACKWARD_ROWS(c10::Half)
 #undef LLTM_DEFINE_BACKWARD_ROWS
 
-void check_on_cpu(const char* op, const at::Tensor& t) {
-  TORCH_CHECK(
-      t.device().is_cpu(), op, ": the CPU kernel got tensors on ", t.device());
-}
+}  // namespace
 
-// ---- the ops
-// ------------------------------------------------------------------
-
-std::tuple<at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor>
-lltm_forward_cpu(const at::Tensor& input,
-                 const at::Tensor& weights,
-                 const at::Tensor& bias,
-                 const at::Tensor& old_h,
-                 const at::Tensor& old_cell) {
-  const LltmSizes sizes =
-      check_forward_inputs(input, weights, bias, old_h, old_cell);
-  check_on_cpu("lltm_cpu.forward", input);
-  const int64_t batch = sizes.batch;
-  const int64_t state = sizes.state_size;
-
-  // X is one of the results (backward needs it for d_weights), so the
-  // concatenation is not a temporary: one GEMM over it beats two GEMMs over
-  // old_h and input into one gates buffer.
-  at::Tensor X = at::cat({old_h, input}, 1);
-  at::Tensor gate_weights = at::addmm(bias, X, weights.t());
-  const auto options = input.options();
-  at::Tensor new_h = at::empty({batch, state}, options);
-  at::Tensor new_cell = at::empty({batch, state}, options);
-  at::Tensor input_gate = at::empty({batch, state}, options);
-  at::Tensor output_gate = at::empty({batch, state}, options);
-  at::Tensor candidate = at::empty({batch, state}, options);
-  if (batch == 0 || state == 0) {
-    return {
-        new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
-  }
-  const c10::MaybeOwned<at::Tensor> gates_c = gate_weights.expect_contiguous();
-  const c10::MaybeOwned<at::Tensor> cell_c = old_cell.expect_contiguous();
+void forward_pointwise(const Step& step) {
+  const int64_t batch = step.old_cell.size(0);
+  const int64_t state = step.old_cell.size(1);
   AT_DISPATCH_FLOATING_TYPES_AND2(
-      at::kBFloat16, at::kHalf, input.scalar_type(), "lltm_cpu_forward", [&] {
-        const scalar_t* g = gates_c->const_data_ptr<scalar_t>();
-        const scalar_t* oc = cell_c->const_data_ptr<scalar_t>();
-        scalar_t* nh = new_h.mutable_data_ptr<scalar_t>();
-        scalar_t* nc = new_cell.mutable_data_ptr<scalar_t>();
-        scalar_t* ig = input_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* og = output_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* cc = candidate.mutable_data_ptr<scalar_t>();
+      at::kBFloat16,
+      at::kHalf,
+      step.old_cell.scalar_type(),
+      "lltm_cpu_forward",
+      [&] {
         at::parallel_for(
             0, batch, rows_per_task(state), [&](int64_t begin, int64_t end) {
               const int64_t s = begin * state;
-              forward_rows(g + 3 * s,
-                           oc + s,
-                           nh + s,
-                           nc + s,
-                           ig + s,
-                           og + s,
-                           cc + s,
+              forward_rows(in<scalar_t>(step.gate_weights) + 3 * s,
+                           in<scalar_t>(step.old_cell) + s,
+                           out<scalar_t>(step.new_h) + s,
+                           out<scalar_t>(step.new_cell) + s,
+                           out<scalar_t>(step.input_gate) + s,
+                           out<scalar_t>(step.output_gate) + s,
+                           out<scalar_t>(step.candidate_cell) + s,
                            end - begin,
                            state);
             });
       });
-  return {new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
 }
 
-// d_gates, d_bias and d_old_cell in one pass; inputs already checked.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
-    const LltmSizes& sizes,
-    const at::Tensor& grad_h,
-    const at::Tensor& grad_cell,
-    const at::Tensor& new_cell,
-    const at::Tensor& input_gate,
-    const at::Tensor& output_gate,
-    const at::Tensor& candidate_cell,
-    const at::Tensor& gate_weights) {
-  const int64_t batch = sizes.batch;
-  const int64_t state = sizes.state_size;
-  const auto options = grad_h.options();
+    const Step& step) {
+  const int64_t batch = step.grad_h.size(0);
+  const int64_t state = step.grad_h.size(1);
+  const auto options = step.grad_h.options();
   at::Tensor d_gates = at::empty({batch, 3 * state}, options);
   at::Tensor d_old_cell = at::empty({batch, state}, options);
-  if (batch == 0 || state == 0) {
-    return {d_gates, at::zeros({3 * state}, options), d_old_cell};
-  }
   at::Tensor d_bias = at::empty({3 * state}, options);
-  // Gradients arriving from a sum or a broadcast are often expanded views;
-  // they are copied once here, the rest is used as it is.
-  const auto gh = grad_h.expect_contiguous();
-  const auto gc = grad_cell.expect_contiguous();
-  const auto nc = new_cell.expect_contiguous();
-  const auto ig = input_gate.expect_contiguous();
-  const auto og = output_gate.expect_contiguous();
-  const auto cc = candidate_cell.expect_contiguous();
-  const auto gw = gate_weights.expect_contiguous();
   // The batch is cut into fixed tasks, each summing its rows' d_gates into its
   // own row of partial sums; the partial sums are added in task order. d_bias
   // is then the same for any number of threads.
   const int64_t rows = rows_per_task(state);
   const int64_t tasks = (batch + rows - 1) / rows;
   AT_DISPATCH_FLOATING_TYPES_AND2(
-      at::kBFloat16, at::kHalf, grad_h.scalar_type(), "lltm_cpu_backward", [&] {
+      at::kBFloat16,
+      at::kHalf,
+      step.grad_h.scalar_type(),
+      "lltm_cpu_backward",
+      [&] {
         using acc_t = at::acc_type<scalar_t, false>;
         std::vector<acc_t> partial(tasks * 3 * state, acc_t(0));
-        const scalar_t* gh_p = gh->const_data_ptr<scalar_t>();
-        const scalar_t* gc_p = gc->const_data_ptr<scalar_t>();
-        const scalar_t* nc_p = nc->const_data_ptr<scalar_t>();
-        const scalar_t* ig_p = ig->const_data_ptr<scalar_t>();
-        const scalar_t* og_p = og->const_data_ptr<scalar_t>();
-        const scalar_t* cc_p = cc->const_data_ptr<scalar_t>();
-        const scalar_t* gw_p = gw->const_data_ptr<scalar_t>();
         scalar_t* doc_p = d_old_cell.mutable_data_ptr<scalar_t>();
         scalar_t* dg_p = d_gates.mutable_data_ptr<scalar_t>();
         at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
@@ -335,13 +265,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
             const int64_t begin = task * rows;
             const int64_t end = std::min(batch, begin + rows);
             const int64_t s = begin * state;
-            backward_rows(gh_p + s,
-                          gc_p + s,
-                          nc_p + s,
-                          ig_p + s,
-                          og_p + s,
-                          cc_p + s,
-                          gw_p + 3 * s,
+            backward_rows(in<scalar_t>(step.grad_h) + s,
+                          in<scalar_t>(step.grad_cell) + s,
+                          in<scalar_t>(step.new_cell) + s,
+                          in<scalar_t>(step.input_gate) + s,
+                          in<scalar_t>(step.output_gate) + s,
+                          in<scalar_t>(step.candidate_cell) + s,
+                          in<scalar_t>(step.gate_weights) + 3 * s,
                           doc_p + s,
                           dg_p + 3 * s,
                           partial.data() + task * 3 * state,
@@ -361,80 +291,4 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
   return {d_gates, d_bias, d_old_cell};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> lltm_backward_pointwise_cpu(
-    const at::Tensor& grad_h,
-    const at::Tensor& grad_cell,
-    const at::Tensor& new_cell,
-    const at::Tensor& input_gate,
-    const at::Tensor& output_gate,
-    const at::Tensor& candidate_cell,
-    const at::Tensor& gate_weights) {
-  constexpr const char* op = "lltm_cpu._backward_pointwise";
-  const LltmSizes sizes = check_backward_pointwise_inputs(op,
-                                                          grad_h,
-                                                          grad_cell,
-                                                          new_cell,
-                                                          input_gate,
-                                                          output_gate,
-                                                          candidate_cell,
-                                                          gate_weights);
-  check_on_cpu(op, grad_h);
-  return backward_pointwise(sizes,
-                            grad_h,
-                            grad_cell,
-                            new_cell,
-                            input_gate,
-                            output_gate,
-                            candidate_cell,
-                            gate_weights);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
-lltm_backward_cpu(const at::Tensor& grad_h,
-                  const at::Tensor& grad_cell,
-                  const at::Tensor& new_cell,
-                  const at::Tensor& input_gate,
-                  const at::Tensor& output_gate,
-                  const at::Tensor& candidate_cell,
-                  const at::Tensor& X,
-                  const at::Tensor& gate_weights,
-                  const at::Tensor& weights) {
-  const LltmSizes sizes = check_backward_inputs(grad_h,
-                                                grad_cell,
-                                                new_cell,
-                                                input_gate,
-                                                output_gate,
-                                                candidate_cell,
-                                                X,
-                                                gate_weights,
-                                                weights);
-  check_on_cpu("lltm_cpu.backward", grad_h);
-  auto [d_gates, d_bias, d_old_cell] = backward_pointwise(sizes,
-                                                          grad_h,
-                                                          grad_cell,
-                                                          new_cell,
-                                                          input_gate,
-                                                          output_gate,
-                                                          candidate_cell,
-                                                          gate_weights);
-  at::Tensor d_weights = at::mm(d_gates.t(), X);
-  // d_X = d_gates @ weights in one GEMM (two GEMMs on column blocks of
-  // weights measured slower at the tutorial's shape), then split into two
-  // tensors: returning two slices of d_X would make results that alias each
-  // other, which the schema does not declare and torch.compile's buffer reuse
-  // would break.
-  const at::Tensor d_X = at::mm(d_gates, weights);
-  const int64_t state = sizes.state_size;
-  at::Tensor d_old_h = d_X.narrow(1, 0, state).clone();
-  at::Tensor d_input = d_X.narrow(1, state, sizes.input_features).clone();
-  return {d_old_h, d_input, d_weights, d_bias, d_old_cell};
-}
-
-}  // namespace
 }  // namespace lltm_cpu
-
-TORCH_LIBRARY_IMPL(lltm_cpu, CPU, m) {
-  m.impl("forward", &lltm_cpu::lltm_forward_cpu);
-  m.impl("backward", &lltm_cpu::lltm_backward_cpu);
-  m.impl("_backward_pointwise", &lltm_cpu::lltm_backward_pointwise_cpu);
-}

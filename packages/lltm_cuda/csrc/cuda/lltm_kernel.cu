@@ -1,25 +1,20 @@
-// CUDA kernels of lltm_cuda::forward, lltm_cuda::backward and
-// lltm_cuda::_backward_pointwise: GEMMs through ATen (cuBLAS), the pointwise
-// work in one fused kernel per direction, on the current stream.
+// The CUDA part of the LLTM ops (lltm_common/csrc/lltm.h): the pointwise work
+// of forward and backward in one fused kernel per direction, on the current
+// stream. The GEMMs around it run through ATen (cuBLAS), in
+// lltm_common/csrc/lltm_ops.cpp.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/ops/addmm.h>
-#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/mm.h>
 #include <ATen/ops/sum.h>
-#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
+#include <lltm.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <tuple>
-
-#include "lltm_cuda.h"
 
 namespace lltm_cuda {
 namespace {
@@ -150,113 +145,52 @@ unsigned blocks_for(int64_t n) {
       std::max<int64_t>(1, std::min((n + kThreads - 1) / kThreads, resident)));
 }
 
-void check_on_cuda(const char* op, const at::Tensor& t) {
-  TORCH_CHECK(t.device().is_cuda(),
-              op,
-              ": the CUDA kernel got tensors on ",
-              t.device());
-}
+}  // namespace
 
-std::tuple<at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor,
-           at::Tensor>
-lltm_forward_cuda(const at::Tensor& input,
-                  const at::Tensor& weights,
-                  const at::Tensor& bias,
-                  const at::Tensor& old_h,
-                  const at::Tensor& old_cell) {
-  const LltmSizes sizes =
-      check_forward_inputs(input, weights, bias, old_h, old_cell);
-  check_on_cuda("lltm_cuda.forward", input);
-  const c10::cuda::CUDAGuard guard(input.device());
-  const int64_t batch = sizes.batch;
-  const int64_t state = sizes.state_size;
-
-  at::Tensor X = at::cat({old_h, input}, 1);
-  at::Tensor gate_weights = at::addmm(bias, X, weights.t());
-  const auto options = input.options();
-  at::Tensor new_h = at::empty({batch, state}, options);
-  at::Tensor new_cell = at::empty({batch, state}, options);
-  at::Tensor input_gate = at::empty({batch, state}, options);
-  at::Tensor output_gate = at::empty({batch, state}, options);
-  at::Tensor candidate = at::empty({batch, state}, options);
-  const int64_t n = batch * state;
-  if (n == 0) {
-    return {
-        new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
-  }
-  const c10::MaybeOwned<at::Tensor> gates_c = gate_weights.expect_contiguous();
-  const c10::MaybeOwned<at::Tensor> cell_c = old_cell.expect_contiguous();
+void forward_pointwise(const Step& step) {
+  const c10::cuda::CUDAGuard guard(step.old_cell.device());
+  const int64_t state = step.old_cell.size(1);
+  const int64_t n = step.old_cell.numel();
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const c10::ScalarType dtype = step.old_cell.scalar_type();
   AT_DISPATCH_FLOATING_TYPES_AND2(
-      at::kHalf, at::kBFloat16, input.scalar_type(), "lltm_cuda_forward", [&] {
-        const scalar_t* gates = gates_c->const_data_ptr<scalar_t>();
-        const scalar_t* cell = cell_c->const_data_ptr<scalar_t>();
-        scalar_t* h_out = new_h.mutable_data_ptr<scalar_t>();
-        scalar_t* cell_out = new_cell.mutable_data_ptr<scalar_t>();
-        scalar_t* i_out = input_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* o_out = output_gate.mutable_data_ptr<scalar_t>();
-        scalar_t* c_out = candidate.mutable_data_ptr<scalar_t>();
+      at::kHalf, at::kBFloat16, dtype, "lltm_cuda_forward", [&] {
+        // clang-format off: the arguments packed, so that the check follows the
+        // launch directly.
         lltm_forward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            gates, cell, h_out, cell_out, i_out, o_out, c_out, n, state);
+            in<scalar_t>(step.gate_weights), in<scalar_t>(step.old_cell),
+            out<scalar_t>(step.new_h), out<scalar_t>(step.new_cell),
+            out<scalar_t>(step.input_gate), out<scalar_t>(step.output_gate),
+            out<scalar_t>(step.candidate_cell), n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
+        // clang-format on
       });
-  return {new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
 }
 
-// d_gates, d_bias and d_old_cell; inputs already checked, device guarded.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
-    const LltmSizes& sizes,
-    const at::Tensor& grad_h,
-    const at::Tensor& grad_cell,
-    const at::Tensor& new_cell,
-    const at::Tensor& input_gate,
-    const at::Tensor& output_gate,
-    const at::Tensor& candidate_cell,
-    const at::Tensor& gate_weights) {
-  const int64_t batch = sizes.batch;
-  const int64_t state = sizes.state_size;
-  const auto options = grad_h.options();
+    const Step& step) {
+  const c10::cuda::CUDAGuard guard(step.grad_h.device());
+  const int64_t batch = step.grad_h.size(0);
+  const int64_t state = step.grad_h.size(1);
+  const int64_t n = batch * state;
+  const auto options = step.grad_h.options();
   at::Tensor d_gates = at::empty({batch, 3 * state}, options);
   at::Tensor d_old_cell = at::empty({batch, state}, options);
-  const int64_t n = batch * state;
-  if (n == 0) {
-    return {d_gates, at::zeros({3 * state}, options), d_old_cell};
-  }
-  // Gradients arriving from a sum or a broadcast are often expanded views;
-  // they are copied once here, the rest is used as it is.
-  const auto gh = grad_h.expect_contiguous();
-  const auto gc = grad_cell.expect_contiguous();
-  const auto nc = new_cell.expect_contiguous();
-  const auto ig = input_gate.expect_contiguous();
-  const auto og = output_gate.expect_contiguous();
-  const auto cc = candidate_cell.expect_contiguous();
-  const auto gw = gate_weights.expect_contiguous();
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf,
       at::kBFloat16,
-      grad_h.scalar_type(),
+      step.grad_h.scalar_type(),
       "lltm_cuda_backward",
       [&] {
-        const scalar_t* gh_in = gh->const_data_ptr<scalar_t>();
-        const scalar_t* gc_in = gc->const_data_ptr<scalar_t>();
-        const scalar_t* nc_in = nc->const_data_ptr<scalar_t>();
-        const scalar_t* ig_in = ig->const_data_ptr<scalar_t>();
-        const scalar_t* og_in = og->const_data_ptr<scalar_t>();
-        const scalar_t* cc_in = cc->const_data_ptr<scalar_t>();
-        const scalar_t* gw_in = gw->const_data_ptr<scalar_t>();
         scalar_t* d_cell = d_old_cell.mutable_data_ptr<scalar_t>();
         scalar_t* d_g = d_gates.mutable_data_ptr<scalar_t>();
-        // clang-format off: the arguments packed, so that the check follows the
-        // launch directly.
+        // clang-format off: as above.
         lltm_backward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            gh_in, gc_in, nc_in, ig_in, og_in, cc_in, gw_in, d_cell, d_g, n,
-            state);
+            in<scalar_t>(step.grad_h), in<scalar_t>(step.grad_cell),
+            in<scalar_t>(step.new_cell), in<scalar_t>(step.input_gate),
+            in<scalar_t>(step.output_gate), in<scalar_t>(step.candidate_cell),
+            in<scalar_t>(step.gate_weights), d_cell, d_g, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });
@@ -266,79 +200,4 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
   return {d_gates, d_bias, d_old_cell};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> lltm_backward_pointwise_cuda(
-    const at::Tensor& grad_h,
-    const at::Tensor& grad_cell,
-    const at::Tensor& new_cell,
-    const at::Tensor& input_gate,
-    const at::Tensor& output_gate,
-    const at::Tensor& candidate_cell,
-    const at::Tensor& gate_weights) {
-  constexpr const char* op = "lltm_cuda._backward_pointwise";
-  const LltmSizes sizes = check_backward_pointwise_inputs(op,
-                                                          grad_h,
-                                                          grad_cell,
-                                                          new_cell,
-                                                          input_gate,
-                                                          output_gate,
-                                                          candidate_cell,
-                                                          gate_weights);
-  check_on_cuda(op, grad_h);
-  const c10::cuda::CUDAGuard guard(grad_h.device());
-  return backward_pointwise(sizes,
-                            grad_h,
-                            grad_cell,
-                            new_cell,
-                            input_gate,
-                            output_gate,
-                            candidate_cell,
-                            gate_weights);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
-lltm_backward_cuda(const at::Tensor& grad_h,
-                   const at::Tensor& grad_cell,
-                   const at::Tensor& new_cell,
-                   const at::Tensor& input_gate,
-                   const at::Tensor& output_gate,
-                   const at::Tensor& candidate_cell,
-                   const at::Tensor& X,
-                   const at::Tensor& gate_weights,
-                   const at::Tensor& weights) {
-  const LltmSizes sizes = check_backward_inputs(grad_h,
-                                                grad_cell,
-                                                new_cell,
-                                                input_gate,
-                                                output_gate,
-                                                candidate_cell,
-                                                X,
-                                                gate_weights,
-                                                weights);
-  check_on_cuda("lltm_cuda.backward", grad_h);
-  const c10::cuda::CUDAGuard guard(grad_h.device());
-  auto [d_gates, d_bias, d_old_cell] = backward_pointwise(sizes,
-                                                          grad_h,
-                                                          grad_cell,
-                                                          new_cell,
-                                                          input_gate,
-                                                          output_gate,
-                                                          candidate_cell,
-                                                          gate_weights);
-  at::Tensor d_weights = at::mm(d_gates.t(), X);
-  // One GEMM for d_X, split into two tensors: two slices of one d_X would be
-  // results that alias each other, which the schema does not declare.
-  const at::Tensor d_X = at::mm(d_gates, weights);
-  const int64_t state = sizes.state_size;
-  at::Tensor d_old_h = d_X.narrow(1, 0, state).clone();
-  at::Tensor d_input = d_X.narrow(1, state, sizes.input_features).clone();
-  return {d_old_h, d_input, d_weights, d_bias, d_old_cell};
-}
-
-}  // namespace
 }  // namespace lltm_cuda
-
-TORCH_LIBRARY_IMPL(lltm_cuda, CUDA, m) {
-  m.impl("forward", &lltm_cuda::lltm_forward_cuda);
-  m.impl("backward", &lltm_cuda::lltm_backward_cuda);
-  m.impl("_backward_pointwise", &lltm_cuda::lltm_backward_pointwise_cuda);
-}

@@ -12,15 +12,6 @@ renaming the import:
 torch.Size([16, 128])
 """
 
-from ._build_info import BUILD_INFO, check_compatible
+from ._lltm import BUILD_INFO, LLTM, __all__, backward, forward  # noqa: F401
 
-# Before loading the compiled library: a torch mismatch becomes one sentence, not an
-# undefined-symbol traceback.
-check_compatible()
-
-from . import _C  # noqa: E402,F401  (loads the library; its TORCH_LIBRARY blocks register the ops)
-from .module import LLTM  # noqa: E402
-from .ops import backward, forward  # noqa: E402
-
-__all__ = ["BUILD_INFO", "LLTM", "backward", "forward"]
 __version__ = BUILD_INFO["version"]

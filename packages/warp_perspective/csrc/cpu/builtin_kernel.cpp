@@ -4,7 +4,8 @@
 // The forward works one destination row at a time, all C channels of it, so
 // the geometry of a pixel is computed once and shared by every channel. With
 // AVX2 or AVX-512 (float32, uint8) one function does the whole row, geometry
-// in registers (cpu/sampling_avx2.h, cpu/sampling_avx512.h). Otherwise
+// in registers (cpu/sampling_rows.h, built by cpu/sampling_avx2.h and
+// cpu/sampling_avx512.h). Otherwise
 // (float64, older CPUs) a first loop computes, for every pixel of the row, the
 // plane offsets of the taps it reads and their weights (in double, vectorised)
 // into tables, and a second loop gathers and blends those taps for each channel
@@ -280,20 +281,20 @@ RowKernel<scalar_t> row_kernel(const Problem& p) {
 #ifdef WARP_PERSPECTIVE_HAVE_AVX512
   if (cpu_isa() == Isa::kAvx512) {
     if (nearest) {
-      return border ? nearest_row_avx512<scalar_t, true>
-                    : nearest_row_avx512<scalar_t, false>;
+      return border ? avx512::nearest_row<scalar_t, true>
+                    : avx512::nearest_row<scalar_t, false>;
     }
-    return border ? bilinear_row_avx512<scalar_t, true>
-                  : bilinear_row_avx512<scalar_t, false>;
+    return border ? avx512::bilinear_row<scalar_t, true>
+                  : avx512::bilinear_row<scalar_t, false>;
   }
 #endif
   if (cpu_isa() == Isa::kAvx2) {
     if (nearest) {
-      return border ? nearest_row_avx2<scalar_t, true>
-                    : nearest_row_avx2<scalar_t, false>;
+      return border ? avx2::nearest_row<scalar_t, true>
+                    : avx2::nearest_row<scalar_t, false>;
     }
-    return border ? bilinear_row_avx2<scalar_t, true>
-                  : bilinear_row_avx2<scalar_t, false>;
+    return border ? avx2::bilinear_row<scalar_t, true>
+                  : avx2::bilinear_row<scalar_t, false>;
   }
   return nullptr;
 }

@@ -1,11 +1,12 @@
 // The built-in CPU kernel with AVX2 (chosen at run time, see
 // builtin_kernel.cpp), two ways:
 //
-// - Row kernels (float32, uint8; the second half of this file): one
-//   destination row of every channel, 8 pixels at a time, the geometry kept
-//   in registers while every channel is sampled, and taps picked from vector
-//   loads of a window of the source rows where they fit one (see
-//   sampling_avx512.h, which does the same 16 pixels at a time). On the
+// - Row kernels (float32, uint8; the second half of this file): the AVX2
+//   build of sampling_rows.h, one destination row of every channel, 8 pixels
+//   at a time, the geometry kept in registers while every channel is sampled,
+//   and taps picked from vector loads of a window of the source rows where
+//   they fit one (sampling_avx512.h builds the same source 16 pixels at a
+//   time). On the
 //   2-core AMD EPYC VM with AVX2 forced, this halved the time of the table
 //   loops below (1080p, 8 x 3 float32, one thread: ~83 against ~163 ms).
 //
@@ -235,437 +236,185 @@ WP_AVX2 void nearest_taps_avx2(const Geometry& g, index_t* off, uint8_t* mask) {
   }
 }
 
-// ---- Row kernels: geometry in registers, every channel of a row ----------
+#undef WP_AVX2
+
+// ---- Row kernels: sampling_rows.h with 8 pixels per group ----------------
 //
-// bilinear_row_avx512 and nearest_row_avx512 (sampling_avx512.h) with 8
-// pixels per group: a group whose taps fit a window of 16 columns on three
-// rows reads each row's window with two loads and picks its taps with two
-// vpermps and a blend (AVX2 permutes 8 lanes); other groups gather.
+// A group whose taps fit a window of 16 columns on three rows reads each
+// row's window with two loads and picks its taps with two vpermps and a blend
+// (AVX2 permutes 8 lanes); other groups gather.
 
-// Destination columns x0 .. x0 + 7 as doubles, past the row's end replaced by
-// its last column (see columns16).
-WP_AVX2 inline void columns8(const Geometry& g,
-                             int64_t x0,
-                             __m256d& xa,
-                             __m256d& xb) {
-  const __m256d last = _mm256_set1_pd(static_cast<double>(g.n - 1));
-  const __m256d base = _mm256_set1_pd(static_cast<double>(x0));
-  xa = _mm256_min_pd(_mm256_add_pd(base, _mm256_setr_pd(0, 1, 2, 3)), last);
-  xb = _mm256_min_pd(_mm256_add_pd(base, _mm256_setr_pd(4, 5, 6, 7)), last);
-}
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
 
-struct Bilinear8 {
-  __m256i ix, iy;  // top-left tap, unclamped
-  __m256 w00, w01, w10, w11;
+namespace avx2 {
+
+// The vector width of sampling_rows.h: 8 float or int32 lanes, 4 doubles.
+// Without mask registers a lane mask is a vector of all-ones / all-zeros lanes.
+struct Vec {
+  static constexpr int kLanes = 8;
+  static constexpr int kWindow = 16;  // the columns two loads cover
+  using D = __m256d;
+  using F = __m256;
+  using I = __m256i;
+  using M = __m256i;
+  struct Index {
+    __m256i i;     // 0 to 15
+    __m256i high;  // lanes whose i is 8 or more
+  };
+  WARP_PERSPECTIVE_VEC_OPS(_mm256, si256)
+  using Tail = int64_t;  // how many lanes a store writes
+
+  // Lanes 0 .. 3 (half 0) or 4 .. 7 (half 1) of a group, as doubles.
+  static D diota(int half) {
+    return half == 0 ? _mm256_setr_pd(0, 1, 2, 3) : _mm256_setr_pd(4, 5, 6, 7);
+  }
+  // 1 / w, and 0 where w == 0.
+  static D recip_or_zero(D w) {
+    return _mm256_and_pd(_mm256_div_pd(_mm256_set1_pd(1.0), w),
+                         _mm256_cmp_pd(w, _mm256_setzero_pd(), _CMP_NEQ_OQ));
+  }
+  static D dfloor(D v) {
+    return _mm256_floor_pd(v);
+  }
+  static D dround(D v) {
+    return _mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  static I to_int(D lo, D hi) {
+    return _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm256_cvttpd_epi32(lo)),
+        _mm256_cvttpd_epi32(hi),
+        1);
+  }
+  static F to_float(D lo, D hi) {
+    return _mm256_insertf128_ps(
+        _mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+  }
+
+  static int first_lane(I v) {
+    return _mm256_cvtsi256_si32(v);
+  }
+  static int last_lane(I v) {
+    return _mm256_extract_epi32(v, 7);
+  }
+  static int hmin(I v) {
+    __m128i m = _mm_min_epi32(_mm256_castsi256_si128(v),
+                              _mm256_extracti128_si256(v, 1));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(m);
+  }
+  static int hmax(I v) {
+    __m128i m = _mm_max_epi32(_mm256_castsi256_si128(v),
+                              _mm256_extracti128_si256(v, 1));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(m);
+  }
+
+  static M every() {
+    return _mm256_set1_epi32(-1);
+  }
+  static M mand(M a, M b) {
+    return _mm256_and_si256(a, b);
+  }
+  static bool all(M m) {
+    return _mm256_movemask_ps(_mm256_castsi256_ps(m)) == 0xFF;
+  }
+  static bool any(M m) {
+    return !_mm256_testz_si256(m, m);
+  }
+  static M eq(I a, I b) {
+    return _mm256_cmpeq_epi32(a, b);
+  }
+  static M le_unsigned(I a, I b) {
+    return _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), b);
+  }
+  // 0 <= v < size.
+  static M inside(I v, I size) {
+    return _mm256_and_si256(_mm256_cmpgt_epi32(v, _mm256_set1_epi32(-1)),
+                            _mm256_cmpgt_epi32(size, v));
+  }
+  // Lanes of m take b, the others a.
+  static F select(M m, F a, F b) {
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m));
+  }
+  static F zero_unless(M m, F v) {
+    return _mm256_and_ps(v, _mm256_castsi256_ps(m));
+  }
+
+  static Index index(I i) {
+    return {i, _mm256_cmpgt_epi32(i, _mm256_set1_epi32(7))};
+  }
+  static I indices(const Index& i) {
+    return i.i;
+  }
+  // Elements i (0 to 15) of the table (lo, hi).
+  static F pick(F lo, F hi, const Index& i) {
+    return select(i.high,
+                  _mm256_permutevar8x32_ps(lo, i.i),
+                  _mm256_permutevar8x32_ps(hi, i.i));
+  }
+
+  static F load(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static Tail tail(int64_t n) {
+    return n;
+  }
+  // The first n (1 to 8) lanes of v, converted as to_scalar does.
+  static void store(float* p, Tail n, F v) {
+    if (n >= 8) {
+      _mm256_storeu_ps(p, v);
+    } else {
+      const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      _mm256_maskstore_ps(
+          p,
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes),
+          v);
+    }
+  }
+  static void store(uint8_t* p, Tail n, F v) {
+    // Round half up, then saturate to [0, 255] by the two unsigned packs.
+    const __m256i r = _mm256_cvttps_epi32(
+        _mm256_floor_ps(_mm256_add_ps(v, _mm256_set1_ps(0.5f))));
+    const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(r),
+                                         _mm256_extracti128_si256(r, 1));
+    const __m128i b8 = _mm_packus_epi16(w16, w16);
+    if (n >= 8) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(p), b8);
+    } else {
+      alignas(16) uint8_t bytes[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(bytes), b8);
+      for (int64_t i = 0; i < n; ++i) {
+        p[i] = bytes[i];
+      }
+    }
+  }
+  // src[off] where valid, 0 elsewhere (those lanes read nothing).
+  static F gather(const float* src, M valid, I off) {
+    return _mm256_mask_i32gather_ps(
+        _mm256_setzero_ps(), src, off, _mm256_castsi256_ps(valid), 4);
+  }
+  static F gather(const uint8_t* src, M valid, I off) {
+    alignas(32) int32_t o[8];
+    alignas(32) int32_t k[8];
+    alignas(32) float v[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(o), off);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(k), valid);
+    for (int i = 0; i < 8; ++i) {
+      v[i] = k[i] ? static_cast<float>(src[o[i]]) : 0.0f;
+    }
+    return _mm256_load_ps(v);
+  }
 };
 
-WP_AVX2 inline Bilinear8 bilinear8(const Geometry& g, int64_t x0) {
-  __m256d xa, xb, sxa, sya, sxb, syb;
-  columns8(g, x0, xa, xb);
-  coords4(g, xa, sxa, sya);
-  coords4(g, xb, sxb, syb);
-  const __m256d fxa = _mm256_floor_pd(sxa), fxb = _mm256_floor_pd(sxb);
-  const __m256d fya = _mm256_floor_pd(sya), fyb = _mm256_floor_pd(syb);
-  Bilinear8 t;
-  t.ix = join(_mm256_cvttpd_epi32(fxa), _mm256_cvttpd_epi32(fxb));
-  t.iy = join(_mm256_cvttpd_epi32(fya), _mm256_cvttpd_epi32(fyb));
-  const __m256 ax = join(_mm256_cvtpd_ps(_mm256_sub_pd(sxa, fxa)),
-                         _mm256_cvtpd_ps(_mm256_sub_pd(sxb, fxb)));
-  const __m256 ay = join(_mm256_cvtpd_ps(_mm256_sub_pd(sya, fya)),
-                         _mm256_cvtpd_ps(_mm256_sub_pd(syb, fyb)));
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 bx = _mm256_sub_ps(one, ax);
-  const __m256 by = _mm256_sub_ps(one, ay);
-  t.w00 = _mm256_mul_ps(by, bx);
-  t.w01 = _mm256_mul_ps(by, ax);
-  t.w10 = _mm256_mul_ps(ay, bx);
-  t.w11 = _mm256_mul_ps(ay, ax);
-  return t;
-}
+#include "cpu/sampling_rows.h"
 
-WP_AVX2 inline void nearest8(const Geometry& g,
-                             int64_t x0,
-                             __m256i& ix,
-                             __m256i& iy) {
-  __m256d xa, xb, sxa, sya, sxb, syb;
-  columns8(g, x0, xa, xb);
-  coords4(g, xa, sxa, sya);
-  coords4(g, xb, sxb, syb);
-  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  ix = join(_mm256_cvttpd_epi32(_mm256_round_pd(sxa, kRound)),
-            _mm256_cvttpd_epi32(_mm256_round_pd(sxb, kRound)));
-  iy = join(_mm256_cvttpd_epi32(_mm256_round_pd(sya, kRound)),
-            _mm256_cvttpd_epi32(_mm256_round_pd(syb, kRound)));
-}
+}  // namespace avx2
 
-WP_AVX2 inline __m256 load8(const float* p) {
-  return _mm256_loadu_ps(p);
-}
-
-WP_AVX2 inline __m256 load8(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-
-// The first n (1 to 8) lanes of v, converted as to_scalar does.
-WP_AVX2 inline void store8(float* p, int64_t n, __m256 v) {
-  if (n >= 8) {
-    _mm256_storeu_ps(p, v);
-  } else {
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    _mm256_maskstore_ps(
-        p,
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes),
-        v);
-  }
-}
-
-WP_AVX2 inline void store8(uint8_t* p, int64_t n, __m256 v) {
-  // Round half up, then saturate to [0, 255] by the two unsigned packs.
-  const __m256i r = _mm256_cvttps_epi32(
-      _mm256_floor_ps(_mm256_add_ps(v, _mm256_set1_ps(0.5f))));
-  const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(r),
-                                       _mm256_extracti128_si256(r, 1));
-  const __m128i b8 = _mm_packus_epi16(w16, w16);
-  if (n >= 8) {
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), b8);
-  } else {
-    alignas(16) uint8_t bytes[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(bytes), b8);
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] = bytes[i];
-    }
-  }
-}
-
-// src[off] where valid (all-ones lanes), 0 elsewhere (those lanes read
-// nothing).
-WP_AVX2 inline __m256 gather8(const float* src, __m256i valid, __m256i off) {
-  return _mm256_mask_i32gather_ps(
-      _mm256_setzero_ps(), src, off, _mm256_castsi256_ps(valid), 4);
-}
-
-WP_AVX2 inline __m256 gather8(const uint8_t* src, __m256i valid, __m256i off) {
-  alignas(32) int32_t o[8];
-  alignas(32) int32_t k[8];
-  alignas(32) float v[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(o), off);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(k), valid);
-  for (int i = 0; i < 8; ++i) {
-    v[i] = k[i] ? static_cast<float>(src[o[i]]) : 0.0f;
-  }
-  return _mm256_load_ps(v);
-}
-
-WP_AVX2 inline __m256 blend_taps(const Bilinear8& t,
-                                 __m256 v00,
-                                 __m256 v01,
-                                 __m256 v10,
-                                 __m256 v11) {
-  __m256 v = _mm256_mul_ps(t.w00, v00);
-  v = _mm256_fmadd_ps(t.w01, v01, v);
-  v = _mm256_fmadd_ps(t.w10, v10, v);
-  return _mm256_fmadd_ps(t.w11, v11, v);
-}
-
-// Lanes where mask is all ones take b, the others a.
-WP_AVX2 inline __m256 select8(__m256i mask, __m256 a, __m256 b) {
-  return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(mask));
-}
-
-// Elements index (0 to 15) of the 16-element table (lo, hi); high marks the
-// lanes whose index is 8 or more.
-WP_AVX2 inline __m256 pick16(__m256 lo,
-                             __m256 hi,
-                             __m256i index,
-                             __m256i high) {
-  return select8(high,
-                 _mm256_permutevar8x32_ps(lo, index),
-                 _mm256_permutevar8x32_ps(hi, index));
-}
-
-WP_AVX2 inline bool all_lanes(__m256i mask) {
-  return _mm256_movemask_ps(_mm256_castsi256_ps(mask)) == 0xFF;
-}
-
-WP_AVX2 inline int hmin8(__m256i v) {
-  __m128i m =
-      _mm_min_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  m = _mm_min_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
-  m = _mm_min_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(m);
-}
-
-WP_AVX2 inline int hmax8(__m256i v) {
-  __m128i m =
-      _mm_max_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
-  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(m);
-}
-
-// lo <= v <= hi per lane.
-WP_AVX2 inline __m256i between(__m256i v, int lo, int hi) {
-  return _mm256_andnot_si256(
-      _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), v),
-                      _mm256_cmpgt_epi32(v, _mm256_set1_epi32(hi))),
-      _mm256_set1_epi32(-1));
-}
-
-// find_window for 8 pixels and a window of 16 columns.
-template <int kSpan>
-WP_AVX2 inline bool find_window8(const Geometry& g,
-                                 __m256i ix,
-                                 __m256i iy,
-                                 int64_t& base,
-                                 int64_t& row,
-                                 __m256i& lower,
-                                 __m256i& index) {
-  const int xa = _mm256_cvtsi256_si32(ix);
-  const int xb = _mm256_extract_epi32(ix, 7);
-  const int ya = _mm256_cvtsi256_si32(iy);
-  const int yb = _mm256_extract_epi32(iy, 7);
-  const int xlo = std::min(xa, xb);
-  const int ylo = std::min(ya, yb);
-  const __m256i ok = _mm256_and_si256(
-      _mm256_and_si256(between(ix, xlo, xlo + 15 - kSpan),
-                       between(ix, 0, static_cast<int>(g.src_w - 1 - kSpan))),
-      _mm256_and_si256(between(iy, ylo, ylo + 1),
-                       between(iy, 0, static_cast<int>(g.src_h - 1 - kSpan))));
-  if (!all_lanes(ok)) {
-    return false;
-  }
-  base = std::min<int64_t>(xlo, g.src_w - 16);
-  row = ylo;
-  lower = _mm256_cmpeq_epi32(iy, _mm256_set1_epi32(ylo + 1));
-  index = _mm256_sub_epi32(ix, _mm256_set1_epi32(static_cast<int>(base)));
-  return true;
-}
-
-WP_AVX2 inline __m256i clamp8(__m256i v, int last) {
-  return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()),
-                          _mm256_set1_epi32(last));
-}
-
-template <typename scalar_t, bool kBorder>
-WP_AVX2 void bilinear_row_avx2(const RowJob<scalar_t>& job) {
-  // Copies: the masked stores below would otherwise make the compiler
-  // reload every field of job for every channel.
-  const Geometry g = job.g;
-  const scalar_t* const src = job.src;
-  scalar_t* const out_row = job.out;
-  const int64_t channels = job.channels;
-  const int64_t src_c = job.src_stride_c;
-  const int64_t out_c = job.out_stride_c;
-  const bool loads = g.stride_w == 1 && g.src_w >= 16 && g.src_h >= 2;
-  const int64_t sh = g.stride_h;
-  const __m256i size_x = _mm256_set1_epi32(static_cast<int>(g.src_w));
-  const __m256i size_y = _mm256_set1_epi32(static_cast<int>(g.src_h));
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i seven = _mm256_set1_epi32(7);
-  for (int64_t x0 = 0; x0 < g.n; x0 += 8) {
-    const Bilinear8 t = bilinear8(g, x0);
-    const int64_t n = g.n - x0;
-    scalar_t* out = out_row + x0;
-    int64_t base = 0, row = 0;
-    __m256i lower, i0;
-    if (loads && find_window8<1>(g, t.ix, t.iy, base, row, lower, i0)) {
-      const __m256i i1 = _mm256_add_epi32(i0, one);
-      const __m256i h0 = _mm256_cmpgt_epi32(i0, seven);
-      const __m256i h1 = _mm256_cmpgt_epi32(i1, seven);
-      const int64_t r0 = row * sh + base;
-      const int64_t r1 = r0 + sh;
-      const int64_t r2 = r1 + (_mm256_testz_si256(lower, lower) ? 0 : sh);
-      for (int64_t c = 0; c < channels; ++c) {
-        const scalar_t* plane = src + c * src_c;
-        prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
-        const __m256 a0 = load8(plane + r0), b0 = load8(plane + r0 + 8);
-        const __m256 a1 = load8(plane + r1), b1 = load8(plane + r1 + 8);
-        const __m256 a2 = load8(plane + r2), b2 = load8(plane + r2 + 8);
-        const __m256 p00 = pick16(a0, b0, i0, h0);
-        const __m256 p01 = pick16(a0, b0, i1, h1);
-        const __m256 p10 = pick16(a1, b1, i0, h0);
-        const __m256 p11 = pick16(a1, b1, i1, h1);
-        const __m256 p20 = pick16(a2, b2, i0, h0);
-        const __m256 p21 = pick16(a2, b2, i1, h1);
-        store8(out + c * out_c,
-               n,
-               blend_taps(t,
-                          select8(lower, p00, p10),
-                          select8(lower, p01, p11),
-                          select8(lower, p10, p20),
-                          select8(lower, p11, p21)));
-      }
-      continue;
-    }
-    // As in bilinear_row_avx512: clamped taps, zeroed outside with zeros
-    // padding.
-    const int last_x = static_cast<int>(g.src_w - 1);
-    const int last_y = static_cast<int>(g.src_h - 1);
-    const __m256i ix1 = _mm256_add_epi32(t.ix, one);
-    const __m256i iy1 = _mm256_add_epi32(t.iy, one);
-    const __m256i all = _mm256_set1_epi32(-1);
-    __m256i k00 = all, k01 = all, k10 = all, k11 = all;
-    if constexpr (!kBorder) {
-      const __m256i vx0 = inside(t.ix, size_x), vx1 = inside(ix1, size_x);
-      const __m256i vy0 = inside(t.iy, size_y), vy1 = inside(iy1, size_y);
-      k00 = _mm256_and_si256(vx0, vy0);
-      k01 = _mm256_and_si256(vx1, vy0);
-      k10 = _mm256_and_si256(vx0, vy1);
-      k11 = _mm256_and_si256(vx1, vy1);
-    }
-    const __m256i cx0 = clamp8(t.ix, last_x), cx1 = clamp8(ix1, last_x);
-    const __m256i cy0 = clamp8(t.iy, last_y), cy1 = clamp8(iy1, last_y);
-    if (loads) {
-      const int xlo = hmin8(cx0);
-      const int ylo = hmin8(cy0);
-      if (hmax8(cx1) - xlo <= 15 && hmax8(cy1) - ylo <= 2) {
-        base = std::min<int64_t>(xlo, g.src_w - 16);
-        const __m256i vbase = _mm256_set1_epi32(static_cast<int>(base));
-        i0 = _mm256_sub_epi32(cx0, vbase);
-        const __m256i i1 = _mm256_sub_epi32(cx1, vbase);
-        const __m256i h0 = _mm256_cmpgt_epi32(i0, seven);
-        const __m256i h1 = _mm256_cmpgt_epi32(i1, seven);
-        const __m256i vylo = _mm256_set1_epi32(ylo);
-        const __m256i dt = _mm256_sub_epi32(cy0, vylo);
-        const __m256i db = _mm256_sub_epi32(cy1, vylo);
-        const __m256i two = _mm256_add_epi32(one, one);
-        const __m256i t1 = _mm256_cmpeq_epi32(dt, one);
-        const __m256i t2 = _mm256_cmpeq_epi32(dt, two);
-        const __m256i b1 = _mm256_cmpeq_epi32(db, one);
-        const __m256i b2 = _mm256_cmpeq_epi32(db, two);
-        const int64_t r0 = ylo * sh + base;
-        const int64_t r1 = std::min<int64_t>(ylo + 1, last_y) * sh + base;
-        const int64_t r2 = std::min<int64_t>(ylo + 2, last_y) * sh + base;
-        for (int64_t c = 0; c < channels; ++c) {
-          const scalar_t* plane = src + c * src_c;
-          const __m256 a0 = load8(plane + r0), e0 = load8(plane + r0 + 8);
-          const __m256 a1 = load8(plane + r1), e1 = load8(plane + r1 + 8);
-          const __m256 a2 = load8(plane + r2), e2 = load8(plane + r2 + 8);
-          const __m256 p00 = pick16(a0, e0, i0, h0);
-          const __m256 p01 = pick16(a0, e0, i1, h1);
-          const __m256 p10 = pick16(a1, e1, i0, h0);
-          const __m256 p11 = pick16(a1, e1, i1, h1);
-          const __m256 p20 = pick16(a2, e2, i0, h0);
-          const __m256 p21 = pick16(a2, e2, i1, h1);
-          __m256 v00 = select8(t2, select8(t1, p00, p10), p20);
-          __m256 v01 = select8(t2, select8(t1, p01, p11), p21);
-          __m256 v10 = select8(b2, select8(b1, p00, p10), p20);
-          __m256 v11 = select8(b2, select8(b1, p01, p11), p21);
-          if constexpr (!kBorder) {
-            v00 = _mm256_and_ps(v00, _mm256_castsi256_ps(k00));
-            v01 = _mm256_and_ps(v01, _mm256_castsi256_ps(k01));
-            v10 = _mm256_and_ps(v10, _mm256_castsi256_ps(k10));
-            v11 = _mm256_and_ps(v11, _mm256_castsi256_ps(k11));
-          }
-          store8(out + c * out_c, n, blend_taps(t, v00, v01, v10, v11));
-        }
-        continue;
-      }
-    }
-    const __m256i sw = _mm256_set1_epi32(g.stride_w);
-    const __m256i shv = _mm256_set1_epi32(g.stride_h);
-    const __m256i r0 = _mm256_mullo_epi32(cy0, shv);
-    const __m256i r1 = _mm256_mullo_epi32(cy1, shv);
-    const __m256i c0 = _mm256_mullo_epi32(cx0, sw);
-    const __m256i c1 = _mm256_mullo_epi32(cx1, sw);
-    const __m256i o00 = _mm256_add_epi32(r0, c0);
-    const __m256i o01 = _mm256_add_epi32(r0, c1);
-    const __m256i o10 = _mm256_add_epi32(r1, c0);
-    const __m256i o11 = _mm256_add_epi32(r1, c1);
-    for (int64_t c = 0; c < channels; ++c) {
-      const scalar_t* plane = src + c * src_c;
-      store8(out + c * out_c,
-             n,
-             blend_taps(t,
-                        gather8(plane, k00, o00),
-                        gather8(plane, k01, o01),
-                        gather8(plane, k10, o10),
-                        gather8(plane, k11, o11)));
-    }
-  }
-}
-
-template <typename scalar_t, bool kBorder>
-WP_AVX2 void nearest_row_avx2(const RowJob<scalar_t>& job) {
-  // Copies: the masked stores below would otherwise make the compiler
-  // reload every field of job for every channel.
-  const Geometry g = job.g;
-  const scalar_t* const src = job.src;
-  scalar_t* const out_row = job.out;
-  const int64_t channels = job.channels;
-  const int64_t src_c = job.src_stride_c;
-  const int64_t out_c = job.out_stride_c;
-  const bool loads = g.stride_w == 1 && g.src_w >= 16 && g.src_h >= 2;
-  const int64_t sh = g.stride_h;
-  const __m256i size_x = _mm256_set1_epi32(static_cast<int>(g.src_w));
-  const __m256i size_y = _mm256_set1_epi32(static_cast<int>(g.src_h));
-  const __m256i seven = _mm256_set1_epi32(7);
-  for (int64_t x0 = 0; x0 < g.n; x0 += 8) {
-    __m256i ix, iy;
-    nearest8(g, x0, ix, iy);
-    const int64_t n = g.n - x0;
-    scalar_t* out = out_row + x0;
-    int64_t base = 0, row = 0;
-    __m256i lower, index;
-    if (loads && find_window8<0>(g, ix, iy, base, row, lower, index)) {
-      const __m256i high = _mm256_cmpgt_epi32(index, seven);
-      const int64_t r0 = row * sh + base;
-      const int64_t r1 = r0 + (_mm256_testz_si256(lower, lower) ? 0 : sh);
-      for (int64_t c = 0; c < channels; ++c) {
-        const scalar_t* plane = src + c * src_c;
-        prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
-        const __m256 p0 =
-            pick16(load8(plane + r0), load8(plane + r0 + 8), index, high);
-        const __m256 p1 =
-            pick16(load8(plane + r1), load8(plane + r1 + 8), index, high);
-        store8(out + c * out_c, n, select8(lower, p0, p1));
-      }
-      continue;
-    }
-    __m256i valid = _mm256_set1_epi32(-1);
-    if constexpr (!kBorder) {
-      valid = _mm256_and_si256(inside(ix, size_x), inside(iy, size_y));
-    }
-    const int last_x = static_cast<int>(g.src_w - 1);
-    const int last_y = static_cast<int>(g.src_h - 1);
-    const __m256i cx = clamp8(ix, last_x);
-    const __m256i cy = clamp8(iy, last_y);
-    if (loads) {
-      const int xlo = hmin8(cx);
-      const int ylo = hmin8(cy);
-      if (hmax8(cx) - xlo <= 15 && hmax8(cy) - ylo <= 1) {
-        base = std::min<int64_t>(xlo, g.src_w - 16);
-        index = _mm256_sub_epi32(cx, _mm256_set1_epi32(static_cast<int>(base)));
-        const __m256i high = _mm256_cmpgt_epi32(index, seven);
-        lower = _mm256_cmpeq_epi32(cy, _mm256_set1_epi32(ylo + 1));
-        const int64_t r0 = ylo * sh + base;
-        const int64_t r1 = std::min<int64_t>(ylo + 1, last_y) * sh + base;
-        for (int64_t c = 0; c < channels; ++c) {
-          const scalar_t* plane = src + c * src_c;
-          const __m256 p0 =
-              pick16(load8(plane + r0), load8(plane + r0 + 8), index, high);
-          const __m256 p1 =
-              pick16(load8(plane + r1), load8(plane + r1 + 8), index, high);
-          store8(out + c * out_c,
-                 n,
-                 _mm256_and_ps(select8(lower, p0, p1),
-                               _mm256_castsi256_ps(valid)));
-        }
-        continue;
-      }
-    }
-    const __m256i off =
-        _mm256_add_epi32(_mm256_mullo_epi32(cy, _mm256_set1_epi32(g.stride_h)),
-                         _mm256_mullo_epi32(cx, _mm256_set1_epi32(g.stride_w)));
-    for (int64_t c = 0; c < channels; ++c) {
-      const scalar_t* plane = src + c * src_c;
-      store8(out + c * out_c, n, gather8(plane, valid, off));
-    }
-  }
-}
-
-#undef WP_AVX2
+#pragma GCC pop_options
 
 inline bool cpu_has_avx2_fma() {
   static const bool has =

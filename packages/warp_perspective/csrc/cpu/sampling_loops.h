@@ -58,7 +58,7 @@ struct Geometry {
 };
 
 // One destination row of one image, every channel: what the row kernels that
-// keep the geometry in registers (sampling_avx512.h) work on.
+// keep the geometry in registers (sampling_rows.h) work on.
 template <typename scalar_t>
 struct RowJob {
   Geometry g;
@@ -70,7 +70,7 @@ struct RowJob {
 };
 
 // The row kernels prefetch the source this many rows below the window they
-// read, see bilinear_row_avx512.
+// read, see bilinear_row in sampling_rows.h.
 constexpr int64_t kPrefetchRows = 4;
 
 // A hint to fetch the line of src[offset] into L1; the address may lie past
@@ -83,6 +83,32 @@ C10_ALWAYS_INLINE void prefetch_ahead(const scalar_t* src, int64_t offset) {
                      0,
                      3);
 }
+
+// clang-format off
+// The vector operations of sampling_rows.h whose intrinsics differ only by
+// the width's prefix P (_mm256, _mm512) and integer suffix SI (si256, si512):
+// written once, expanded in each instruction set's Vec.
+#define WARP_PERSPECTIVE_VEC_OPS(P, SI)                             \
+  static D dset(double v) { return P##_set1_pd(v); }                \
+  static D dadd(D a, D b) { return P##_add_pd(a, b); }              \
+  static D dsub(D a, D b) { return P##_sub_pd(a, b); }              \
+  static D dmul(D a, D b) { return P##_mul_pd(a, b); }              \
+  static D dfmadd(D a, D b, D c) { return P##_fmadd_pd(a, b, c); }  \
+  static D dmin(D a, D b) { return P##_min_pd(a, b); }              \
+  static D dmax(D a, D b) { return P##_max_pd(a, b); }              \
+  static F fset(float v) { return P##_set1_ps(v); }                 \
+  static F fsub(F a, F b) { return P##_sub_ps(a, b); }              \
+  static F fmul(F a, F b) { return P##_mul_ps(a, b); }              \
+  static F ffmadd(F a, F b, F c) { return P##_fmadd_ps(a, b, c); }  \
+  static I iset(int v) { return P##_set1_epi32(v); }                \
+  static I iadd(I a, I b) { return P##_add_epi32(a, b); }           \
+  static I isub(I a, I b) { return P##_sub_epi32(a, b); }           \
+  static I imul(I a, I b) { return P##_mullo_epi32(a, b); }         \
+  static I clamp(I v, I last) {                                     \
+    return P##_min_epi32(P##_max_epi32(v, P##_setzero_##SI()), last); \
+  }                                                                 \
+  static F load(const float* p) { return P##_loadu_ps(p); }
+// clang-format on
 
 // Bilinear taps of one row. With zeros padding a tap outside the image gets
 // weight 0 and offset 0, and its bit in mask stays clear; with border padding

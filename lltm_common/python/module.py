@@ -7,7 +7,8 @@ import math
 import torch
 from torch import nn
 
-_forward = torch.ops.lltm_cpu.forward.default
+# Installed as <package>._lltm.module: the package's name is its op namespace.
+_forward = getattr(torch.ops, __name__.split(".")[0]).forward.default
 
 
 class LLTM(nn.Module):

@@ -1,5 +1,5 @@
 """The test cases lltm_cpu and lltm_cuda share, run against the package and device that
-the ``impl`` fixture names (see each package's tests/conftest.py).
+the ``impl`` fixture names (each package's tests/conftest.py makes it with conftest()).
 
 A package's test module runs them with ``from lltm_common.suite import *``; pytest then
 collects them as that module's tests.
@@ -7,6 +7,7 @@ collects them as that module's tests.
 
 from __future__ import annotations
 
+import importlib
 import types
 from dataclasses import dataclass
 
@@ -39,6 +40,27 @@ class Impl:
 
     def inputs(self, *shape: int, dtype=torch.float32, **kwargs) -> list[Tensor]:
         return make_inputs(*shape, dtype=dtype, device=self.device, **kwargs)
+
+
+def conftest(name: str, device: str):
+    """What a package's conftest.py needs: the session fixture ``impl`` (``name`` on
+    ``device``) and the hook that skips the cuda-marked tests without a GPU, which the
+    repository's conftest.py does in a checkout but an sdist does not carry."""
+
+    @pytest.fixture(scope="session")
+    def impl() -> Impl:
+        return Impl(name=name, package=importlib.import_module(name), device=device)
+
+    def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+        if not torch.cuda.is_available():
+            skip = pytest.mark.skip(
+                reason="no CUDA GPU visible (torch.cuda.is_available() is False)"
+            )
+            for item in items:
+                if "cuda" in item.keywords:
+                    item.add_marker(skip)
+
+    return impl, pytest_collection_modifyitems
 
 
 # The gradient of each of forward's inputs, in the order of the inputs.

@@ -1,0 +1,260 @@
+// Autograd of the LLTM ops, in C++ so that a call never enters Python
+// (torch.library.register_autograd would route every call through a Python
+// function; the package README has the measured cost).
+//
+// forward is differentiable in all five inputs through new_h and new_cell; its
+// other five results (the saved activations the tutorial API returns) are
+// marked non-differentiable. Its backward runs the fused pointwise op and then
+// only the GEMMs whose gradients are needed: in training, input rarely needs a
+// gradient, and old_h does not at the first step.
+//
+// backward and _backward_pointwise are differentiable once: differentiating
+// their results again raises an error instead of returning a wrong zero.
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/zeros_like.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "lltm.h"
+
+namespace LLTM_NS {
+namespace {
+
+using at::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+using ForwardResult =
+    std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>;
+using BackwardResult = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>;
+using PointwiseResult = std::tuple<Tensor, Tensor, Tensor>;
+
+// The op's typed handle: Result(const Tensor&, ...), one Tensor per argument.
+template <typename Result, size_t... I>
+auto typed_op(const char* name, std::index_sequence<I...> /*arguments*/) {
+  return c10::Dispatcher::singleton()
+      .findSchemaOrThrow(name, "")
+      .typed<Result(std::enable_if_t<I >= 0, const Tensor&>...)>();
+}
+
+const auto& forward_op() {
+  static const auto op = typed_op<ForwardResult>(LLTM_NAME "::forward",
+                                                 std::make_index_sequence<5>());
+  return op;
+}
+
+const auto& backward_op() {
+  static const auto op = typed_op<BackwardResult>(
+      LLTM_NAME "::backward", std::make_index_sequence<9>());
+  return op;
+}
+
+const auto& pointwise_op() {
+  static const auto op = typed_op<PointwiseResult>(
+      LLTM_NAME "::_backward_pointwise", std::make_index_sequence<7>());
+  return op;
+}
+
+// A call on a device type this package has no kernels for (a CUDA tensor given
+// to lltm_cpu) goes to that device type's kernel, which checks the arguments
+// and names the package to use (lltm_ops.cpp). It goes there from here too,
+// because the autograd kernels are the last to see a FakeTensor's device: the
+// Meta kernels below them see meta tensors.
+template <typename TypedOp, typename... Args>
+void refuse_other_device(const TypedOp& op,
+                         const Tensor& first,
+                         const Args&... rest) {
+  const c10::Device device = first.device();
+  if (device.type() != kDeviceType && !device.is_meta()) {
+    op.redispatch(c10::DispatchKeySet(c10::computeDispatchKey(
+                      std::nullopt, std::nullopt, device)),
+                  first,
+                  rest...);
+  }
+}
+
+template <typename Tuple, size_t... I>
+variable_list to_list(Tuple&& results, std::index_sequence<I...> /*unused*/) {
+  return {std::get<I>(results)...};
+}
+
+template <typename Result, size_t... I>
+Result to_tuple(const variable_list& out,
+                std::index_sequence<I...> /*unused*/) {
+  return {out[I]...};
+}
+
+class LltmFunction : public torch::autograd::Function<LltmFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx,
+                               const Tensor& input,
+                               const Tensor& weights,
+                               const Tensor& bias,
+                               const Tensor& old_h,
+                               const Tensor& old_cell) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [new_h, new_cell, input_gate, output_gate, candidate, X, gates] =
+        forward_op().call(input, weights, bias, old_h, old_cell);
+    ctx->save_for_backward(
+        {new_cell, input_gate, output_gate, candidate, X, gates, weights});
+    ctx->mark_non_differentiable(
+        {input_gate, output_gate, candidate, X, gates});
+    // Only new_h and new_cell carry gradients; the other five would arrive as
+    // zero tensors that nobody reads.
+    ctx->set_materialize_grads(false);
+    return {new_h, new_cell, input_gate, output_gate, candidate, X, gates};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Tensor grad_h = grads[0];
+    Tensor grad_cell = grads[1];
+    if (!grad_h.defined() && !grad_cell.defined()) {
+      return {Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    }
+    const variable_list saved = ctx->get_saved_variables();
+    const Tensor& new_cell = saved[0];
+    const Tensor& input_gate = saved[1];
+    const Tensor& output_gate = saved[2];
+    const Tensor& candidate = saved[3];
+    const Tensor& X = saved[4];
+    const Tensor& gates = saved[5];
+    const Tensor& weights = saved[6];
+    if (!grad_h.defined()) {
+      grad_h = at::zeros_like(new_cell);
+    }
+    if (!grad_cell.defined()) {
+      grad_cell = at::zeros_like(new_cell);
+    }
+
+    if (at::GradMode::is_enabled()) {
+      // create_graph=True: the backward is itself recorded. The backward op's
+      // autograd kernel marks every result so that a second backward through
+      // it raises (the GEMMs below would be differentiated as if the saved
+      // activations were constants: a silent wrong answer).
+      auto [d_old_h, d_input, d_weights, d_bias, d_old_cell] =
+          backward_op().call(grad_h,
+                             grad_cell,
+                             new_cell,
+                             input_gate,
+                             output_gate,
+                             candidate,
+                             X,
+                             gates,
+                             weights);
+      return {d_input, d_weights, d_bias, d_old_h, d_old_cell};
+    }
+
+    auto [d_gates, d_bias, d_old_cell] = [&] {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      return pointwise_op().call(grad_h,
+                                 grad_cell,
+                                 new_cell,
+                                 input_gate,
+                                 output_gate,
+                                 candidate,
+                                 gates);
+    }();
+    const bool need_input = ctx->needs_input_grad(0);
+    const bool need_old_h = ctx->needs_input_grad(3);
+    const int64_t state = new_cell.size(1);
+    const int64_t features = X.size(1) - state;
+    Tensor d_input;
+    Tensor d_old_h;
+    if (need_input && need_old_h) {
+      // One GEMM for both; the gradients may be views of it.
+      const Tensor d_X = at::mm(d_gates, weights);
+      d_old_h = d_X.narrow(1, 0, state);
+      d_input = d_X.narrow(1, state, features);
+    } else if (need_old_h) {
+      d_old_h = at::mm(d_gates, weights.narrow(1, 0, state));
+    } else if (need_input) {
+      d_input = at::mm(d_gates, weights.narrow(1, state, features));
+    }
+    Tensor d_weights;
+    if (ctx->needs_input_grad(1)) {
+      d_weights = at::mm(d_gates.t(), X);
+    }
+    return {d_input,
+            d_weights,
+            ctx->needs_input_grad(2) ? d_bias : Tensor(),
+            d_old_h,
+            ctx->needs_input_grad(4) ? d_old_cell : Tensor()};
+  }
+};
+
+// The second derivative of the cell is not written: forward's saved
+// activations are non-differentiable, so it could not be assembled from them.
+// The error is raised only if a second backward actually reaches the node.
+[[noreturn]] void refuse_double_backward(const char* op) {
+  TORCH_CHECK(false,
+              op,
+              " is differentiable once: double backward (gradients of the "
+              "LLTM gradients, e.g. create_graph=True followed by a second "
+              "backward) is not supported");
+}
+
+// backward and _backward_pointwise: their results are gradients, which a
+// second backward must not differentiate as if the saved activations were
+// constants.
+template <auto typed, const char* const* name>
+class OnceDifferentiable
+    : public torch::autograd::Function<OnceDifferentiable<typed, name>> {
+ public:
+  template <typename... Args>
+  static variable_list forward(AutogradContext* /*ctx*/, const Args&... args) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto results = typed().call(args...);
+    return to_list(
+        results,
+        std::make_index_sequence<std::tuple_size_v<decltype(results)>>());
+  }
+
+  static variable_list backward(AutogradContext* /*ctx*/,
+                                variable_list /*grads*/) {
+    refuse_double_backward(*name);
+  }
+};
+
+constexpr const char* kBackwardName = LLTM_NAME ".backward";
+constexpr const char* kPointwiseName = LLTM_NAME "._backward_pointwise";
+
+template <typename... Args>
+ForwardResult forward_autograd(const Args&... args) {
+  refuse_other_device(forward_op(), args...);
+  return to_tuple<ForwardResult>(LltmFunction::apply(args...),
+                                 std::make_index_sequence<7>());
+}
+
+template <typename... Args>
+BackwardResult backward_autograd(const Args&... args) {
+  refuse_other_device(backward_op(), args...);
+  return to_tuple<BackwardResult>(
+      OnceDifferentiable<&backward_op, &kBackwardName>::apply(args...),
+      std::make_index_sequence<5>());
+}
+
+template <typename... Args>
+PointwiseResult pointwise_autograd(const Args&... args) {
+  refuse_other_device(pointwise_op(), args...);
+  return to_tuple<PointwiseResult>(
+      OnceDifferentiable<&pointwise_op, &kPointwiseName>::apply(args...),
+      std::make_index_sequence<3>());
+}
+
+}  // namespace
+
+}  // namespace LLTM_NS
+
+TORCH_LIBRARY_IMPL(LLTM_NS, Autograd, m) {
+  using T = at::Tensor;
+  m.impl("forward", &LLTM_NS::forward_autograd<T, T, T, T, T>);
+  m.impl("backward", &LLTM_NS::backward_autograd<T, T, T, T, T, T, T, T, T>);
+  m.impl("_backward_pointwise",
+         &LLTM_NS::pointwise_autograd<T, T, T, T, T, T, T>);
+}

@@ -1,0 +1,377 @@
+// The row kernels of the built-in CPU kernel, written once over the vector
+// width: one destination row of one image, every channel, Vec::kLanes pixels
+// at a time, with the geometry of the group (coordinates in double, taps and
+// weights) kept in registers while every channel is sampled from it.
+//
+// As ATen compiles one kernel source per instruction set, this file is
+// included once per instruction set (sampling_avx512.h, sampling_avx2.h),
+// inside that set's namespace, after its Vec (the vector width and the
+// operations on it) and under its #pragma GCC target; hence no #pragma once.
+//
+// Loads instead of gathers. Near-identity warps (rectification, augmentation)
+// read, for kLanes neighbouring destination pixels, source columns that lie
+// within a window of 2 * kLanes on at most two neighbouring rows (three rows
+// of taps). Such a group loads that window of each of those rows with two
+// unaligned vector loads and picks each pixel's taps from it with a two-table
+// permute, then selects each pixel's row with a blend. Every other group (near
+// the border, steep rotation, strong zoom, rows that are not contiguous)
+// gathers its taps, masked so that taps outside the image read nothing and
+// contribute exactly 0 with zeros padding. Both paths blend the same weights
+// in the same order, so a pixel's value does not depend on the path its group
+// took.
+
+// The per-row constants of the source coordinates: x' = m0 x + bx, y' =
+// m3 x + by, w = m6 x + bw for destination column x.
+struct RowCoeffs {
+  Vec::D m0, m3, m6, bx, by, bw, hi_x, hi_y, last;
+};
+
+inline RowCoeffs row_coeffs(const Geometry& g) {
+  const double* m = g.inv;
+  RowCoeffs k;
+  k.m0 = Vec::dset(m[0]);
+  k.m3 = Vec::dset(m[3]);
+  k.m6 = Vec::dset(m[6]);
+  k.bx = Vec::dset(m[1] * g.y + m[2]);
+  k.by = Vec::dset(m[4] * g.y + m[5]);
+  k.bw = Vec::dset(m[7] * g.y + m[8]);
+  k.hi_x = Vec::dset(static_cast<double>(g.src_w) + 1.0);
+  k.hi_y = Vec::dset(static_cast<double>(g.src_h) + 1.0);
+  k.last = Vec::dset(static_cast<double>(g.n - 1));
+  return k;
+}
+
+// Source coordinates of the kLanes / 2 destination columns x, clamped to
+// [-2, size + 1] as clamp_coordinate does (NaN to -2: the max returns its
+// second operand when either is NaN); w == 0 maps to (0, 0) as in OpenCV.
+inline void coords(const RowCoeffs& k, Vec::D x, Vec::D& sx, Vec::D& sy) {
+  const Vec::D w = Vec::recip_or_zero(Vec::dfmadd(k.m6, x, k.bw));
+  sx = Vec::dmul(Vec::dfmadd(k.m0, x, k.bx), w);
+  sy = Vec::dmul(Vec::dfmadd(k.m3, x, k.by), w);
+  const Vec::D lo = Vec::dset(-2.0);
+  sx = Vec::dmin(Vec::dmax(sx, lo), k.hi_x);
+  sy = Vec::dmin(Vec::dmax(sy, lo), k.hi_y);
+}
+
+// The source coordinates of destination columns x0 .. x0 + kLanes - 1, in two
+// halves; columns past the row's end are replaced by its last one: those
+// lanes repeat a real pixel (so they pass or fail the window test as it does)
+// and are never stored.
+inline void group_coords(const RowCoeffs& k,
+                         int64_t x0,
+                         Vec::D (&sx)[2],
+                         Vec::D (&sy)[2]) {
+  const Vec::D base = Vec::dset(static_cast<double>(x0));
+  for (int half = 0; half < 2; ++half) {
+    const Vec::D x = Vec::dmin(Vec::dadd(base, Vec::diota(half)), k.last);
+    coords(k, x, sx[half], sy[half]);
+  }
+}
+
+// The taps of kLanes pixels: the top-left tap (ix, iy), unclamped, and the
+// four weights, in float (products of the float fractions).
+struct Bilinear {
+  Vec::I ix, iy;
+  Vec::F w00, w01, w10, w11;
+};
+
+inline Bilinear bilinear_taps(const RowCoeffs& k, int64_t x0) {
+  Vec::D sx[2], sy[2];
+  group_coords(k, x0, sx, sy);
+  const Vec::D fx[2] = {Vec::dfloor(sx[0]), Vec::dfloor(sx[1])};
+  const Vec::D fy[2] = {Vec::dfloor(sy[0]), Vec::dfloor(sy[1])};
+  Bilinear t;
+  t.ix = Vec::to_int(fx[0], fx[1]);
+  t.iy = Vec::to_int(fy[0], fy[1]);
+  const Vec::F ax =
+      Vec::to_float(Vec::dsub(sx[0], fx[0]), Vec::dsub(sx[1], fx[1]));
+  const Vec::F ay =
+      Vec::to_float(Vec::dsub(sy[0], fy[0]), Vec::dsub(sy[1], fy[1]));
+  const Vec::F one = Vec::fset(1.0f);
+  const Vec::F bx = Vec::fsub(one, ax);
+  const Vec::F by = Vec::fsub(one, ay);
+  t.w00 = Vec::fmul(by, bx);
+  t.w01 = Vec::fmul(by, ax);
+  t.w10 = Vec::fmul(ay, bx);
+  t.w11 = Vec::fmul(ay, ax);
+  return t;
+}
+
+// The tap of kLanes pixels for nearest sampling, rounded half to even
+// (cvRound).
+inline void nearest_taps(const RowCoeffs& k,
+                         int64_t x0,
+                         Vec::I& ix,
+                         Vec::I& iy) {
+  Vec::D sx[2], sy[2];
+  group_coords(k, x0, sx, sy);
+  ix = Vec::to_int(Vec::dround(sx[0]), Vec::dround(sx[1]));
+  iy = Vec::to_int(Vec::dround(sy[0]), Vec::dround(sy[1]));
+}
+
+inline Vec::F blend_taps(const Bilinear& t,
+                         Vec::F v00,
+                         Vec::F v01,
+                         Vec::F v10,
+                         Vec::F v11) {
+  Vec::F v = Vec::fmul(t.w00, v00);
+  v = Vec::ffmadd(t.w01, v01, v);
+  v = Vec::ffmadd(t.w10, v10, v);
+  return Vec::ffmadd(t.w11, v11, v);
+}
+
+// Where a group reads its taps from when it can use loads: the window of
+// kWindow columns starting at column base, on rows row .. row + 1 (+ 1 for
+// bilinear's bottom taps); lower marks the pixels whose tap row is row + 1.
+struct Window {
+  int64_t base;
+  int64_t row;
+  Vec::M lower;
+  Vec::Index index;  // each pixel's (left) tap column - base
+};
+
+// Whether every pixel's taps (ix .. ix + span, iy .. iy + span), span 1 for
+// bilinear and 0 for nearest, lie inside the source and within a window of
+// kWindow columns and two tap rows, and if so where. Coordinates along a
+// destination row are monotonic (away from w = 0), so the first and last
+// pixels bound the group; every lane is checked against those bounds all the
+// same.
+template <int kSpan>
+inline bool find_window(const Geometry& g, Vec::I ix, Vec::I iy, Window& win) {
+  const int xlo = std::min(Vec::first_lane(ix), Vec::last_lane(ix));
+  const int ylo = std::min(Vec::first_lane(iy), Vec::last_lane(iy));
+  const Vec::I dx = Vec::isub(ix, Vec::iset(xlo));
+  const Vec::I dy = Vec::isub(iy, Vec::iset(ylo));
+  const Vec::M ok = Vec::mand(
+      Vec::mand(Vec::le_unsigned(dx, Vec::iset(Vec::kWindow - 1 - kSpan)),
+                Vec::le_unsigned(dy, Vec::iset(1))),
+      Vec::mand(Vec::le_unsigned(
+                    ix, Vec::iset(static_cast<int>(g.src_w - 1 - kSpan))),
+                Vec::le_unsigned(
+                    iy, Vec::iset(static_cast<int>(g.src_h - 1 - kSpan)))));
+  if (!Vec::all(ok)) {
+    return false;
+  }
+  // The window must not run past the row: slide it left at the right edge.
+  win.base = std::min<int64_t>(xlo, g.src_w - Vec::kWindow);
+  win.row = ylo;
+  win.lower = Vec::eq(dy, Vec::iset(1));
+  win.index = Vec::index(Vec::isub(ix, Vec::iset(static_cast<int>(win.base))));
+  return true;
+}
+
+// The window of a row's group: elements index of the 2 * kLanes source
+// elements from plane + offset.
+template <typename scalar_t>
+inline Vec::F pick(const scalar_t* plane, int64_t offset, const Vec::Index& i) {
+  return Vec::pick(
+      Vec::load(plane + offset), Vec::load(plane + offset + Vec::kLanes), i);
+}
+
+// The portable loops' bilinear_taps_loop + bilinear_gather_loop for one row of
+// every channel. Requires the image's planes to span fewer than 2^31 elements
+// (int32 gather offsets), as the table loops do.
+template <typename scalar_t, bool kBorder>
+void bilinear_row(const RowJob<scalar_t>& job) {
+  // Copies: the masked stores below would otherwise make the compiler
+  // reload every field of job for every channel.
+  const Geometry g = job.g;
+  const scalar_t* const src = job.src;
+  scalar_t* const out_row = job.out;
+  const int64_t channels = job.channels;
+  const int64_t src_c = job.src_stride_c;
+  const int64_t out_c = job.out_stride_c;
+  const RowCoeffs k = row_coeffs(g);
+  // Loads need whole rows of at least one window, contiguous.
+  const bool loads = g.stride_w == 1 && g.src_w >= Vec::kWindow && g.src_h >= 2;
+  const int64_t sh = g.stride_h;
+  const Vec::I size_x = Vec::iset(static_cast<int>(g.src_w));
+  const Vec::I size_y = Vec::iset(static_cast<int>(g.src_h));
+  const Vec::I one = Vec::iset(1);
+  for (int64_t x0 = 0; x0 < g.n; x0 += Vec::kLanes) {
+    const Bilinear t = bilinear_taps(k, x0);
+    const Vec::Tail keep = Vec::tail(g.n - x0);
+    scalar_t* out = out_row + x0;
+    Window win;
+    if (loads && find_window<1>(g, t.ix, t.iy, win)) {
+      const Vec::Index i0 = win.index;
+      const Vec::Index i1 = Vec::index(Vec::iadd(Vec::indices(i0), one));
+      // Rows row, row + 1 and row + 2; the last only exists (and is only
+      // needed) when some pixel's top tap is on row + 1.
+      const int64_t r0 = win.row * sh + win.base;
+      const int64_t r1 = r0 + sh;
+      const int64_t r2 = r1 + (Vec::any(win.lower) ? sh : 0);
+      for (int64_t c = 0; c < channels; ++c) {
+        const scalar_t* plane = src + c * src_c;
+        // The line that the rows two destination rows below will read. Along
+        // a destination row a sheared or rotated warp crosses a source row
+        // every few dozen pixels, a pattern the hardware prefetchers miss;
+        // without this a 1080p batch spent half its time waiting for loads.
+        prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
+        const Vec::F p00 = pick(plane, r0, i0), p01 = pick(plane, r0, i1);
+        const Vec::F p10 = pick(plane, r1, i0), p11 = pick(plane, r1, i1);
+        const Vec::F p20 = pick(plane, r2, i0), p21 = pick(plane, r2, i1);
+        const Vec::F v = blend_taps(t,
+                                    Vec::select(win.lower, p00, p10),
+                                    Vec::select(win.lower, p01, p11),
+                                    Vec::select(win.lower, p10, p20),
+                                    Vec::select(win.lower, p11, p21));
+        Vec::store(out + c * out_c, keep, v);
+      }
+      continue;
+    }
+    // Near the border, or too wide or steep for the window above. The taps
+    // clamped into the image are what border padding reads; zeros padding
+    // reads them too and zeroes the outside ones (masks k).
+    const Vec::I last_x = Vec::isub(size_x, one);
+    const Vec::I last_y = Vec::isub(size_y, one);
+    const Vec::I ix1 = Vec::iadd(t.ix, one);
+    const Vec::I iy1 = Vec::iadd(t.iy, one);
+    Vec::M k00 = Vec::every(), k01 = Vec::every(), k10 = Vec::every(),
+           k11 = Vec::every();
+    if constexpr (!kBorder) {
+      const Vec::M vx0 = Vec::inside(t.ix, size_x);
+      const Vec::M vx1 = Vec::inside(ix1, size_x);
+      const Vec::M vy0 = Vec::inside(t.iy, size_y);
+      const Vec::M vy1 = Vec::inside(iy1, size_y);
+      k00 = Vec::mand(vx0, vy0);
+      k01 = Vec::mand(vx1, vy0);
+      k10 = Vec::mand(vx0, vy1);
+      k11 = Vec::mand(vx1, vy1);
+    }
+    const Vec::I cx0 = Vec::clamp(t.ix, last_x), cx1 = Vec::clamp(ix1, last_x);
+    const Vec::I cy0 = Vec::clamp(t.iy, last_y), cy1 = Vec::clamp(iy1, last_y);
+    if (loads) {
+      // The border's groups: the clamped taps within a window of kWindow
+      // columns and three rows, where a pixel's two tap rows may be the same
+      // (clamped) and either may be any of the three.
+      const int xlo = Vec::hmin(cx0);
+      const int ylo = Vec::hmin(cy0);
+      if (Vec::hmax(cx1) - xlo <= Vec::kWindow - 1 &&
+          Vec::hmax(cy1) - ylo <= 2) {
+        const int64_t base = std::min<int64_t>(xlo, g.src_w - Vec::kWindow);
+        const Vec::I vbase = Vec::iset(static_cast<int>(base));
+        const Vec::Index i0 = Vec::index(Vec::isub(cx0, vbase));
+        const Vec::Index i1 = Vec::index(Vec::isub(cx1, vbase));
+        const Vec::I vylo = Vec::iset(ylo);
+        const Vec::I dt = Vec::isub(cy0, vylo);
+        const Vec::I db = Vec::isub(cy1, vylo);
+        const Vec::I two = Vec::iadd(one, one);
+        const Vec::M t1 = Vec::eq(dt, one), t2 = Vec::eq(dt, two);
+        const Vec::M b1 = Vec::eq(db, one), b2 = Vec::eq(db, two);
+        const int64_t r0 = ylo * sh + base;
+        const int64_t r1 = std::min<int64_t>(ylo + 1, g.src_h - 1) * sh + base;
+        const int64_t r2 = std::min<int64_t>(ylo + 2, g.src_h - 1) * sh + base;
+        for (int64_t c = 0; c < channels; ++c) {
+          const scalar_t* plane = src + c * src_c;
+          const Vec::F p00 = pick(plane, r0, i0), p01 = pick(plane, r0, i1);
+          const Vec::F p10 = pick(plane, r1, i0), p11 = pick(plane, r1, i1);
+          const Vec::F p20 = pick(plane, r2, i0), p21 = pick(plane, r2, i1);
+          Vec::F v00 = Vec::select(t2, Vec::select(t1, p00, p10), p20);
+          Vec::F v01 = Vec::select(t2, Vec::select(t1, p01, p11), p21);
+          Vec::F v10 = Vec::select(b2, Vec::select(b1, p00, p10), p20);
+          Vec::F v11 = Vec::select(b2, Vec::select(b1, p01, p11), p21);
+          if constexpr (!kBorder) {
+            v00 = Vec::zero_unless(k00, v00);
+            v01 = Vec::zero_unless(k01, v01);
+            v10 = Vec::zero_unless(k10, v10);
+            v11 = Vec::zero_unless(k11, v11);
+          }
+          Vec::store(out + c * out_c, keep, blend_taps(t, v00, v01, v10, v11));
+        }
+        continue;
+      }
+    }
+    const Vec::I sw = Vec::iset(g.stride_w);
+    const Vec::I shv = Vec::iset(g.stride_h);
+    const Vec::I r0 = Vec::imul(cy0, shv);
+    const Vec::I r1 = Vec::imul(cy1, shv);
+    const Vec::I c0 = Vec::imul(cx0, sw);
+    const Vec::I c1 = Vec::imul(cx1, sw);
+    const Vec::I o00 = Vec::iadd(r0, c0);
+    const Vec::I o01 = Vec::iadd(r0, c1);
+    const Vec::I o10 = Vec::iadd(r1, c0);
+    const Vec::I o11 = Vec::iadd(r1, c1);
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t* plane = src + c * src_c;
+      const Vec::F v = blend_taps(t,
+                                  Vec::gather(plane, k00, o00),
+                                  Vec::gather(plane, k01, o01),
+                                  Vec::gather(plane, k10, o10),
+                                  Vec::gather(plane, k11, o11));
+      Vec::store(out + c * out_c, keep, v);
+    }
+  }
+}
+
+// nearest_taps_loop + nearest_gather_loop for one row of every channel.
+template <typename scalar_t, bool kBorder>
+void nearest_row(const RowJob<scalar_t>& job) {
+  // Copies, as in bilinear_row.
+  const Geometry g = job.g;
+  const scalar_t* const src = job.src;
+  scalar_t* const out_row = job.out;
+  const int64_t channels = job.channels;
+  const int64_t src_c = job.src_stride_c;
+  const int64_t out_c = job.out_stride_c;
+  const RowCoeffs k = row_coeffs(g);
+  const bool loads = g.stride_w == 1 && g.src_w >= Vec::kWindow && g.src_h >= 2;
+  const int64_t sh = g.stride_h;
+  const Vec::I size_x = Vec::iset(static_cast<int>(g.src_w));
+  const Vec::I size_y = Vec::iset(static_cast<int>(g.src_h));
+  const Vec::I one = Vec::iset(1);
+  for (int64_t x0 = 0; x0 < g.n; x0 += Vec::kLanes) {
+    Vec::I ix, iy;
+    nearest_taps(k, x0, ix, iy);
+    const Vec::Tail keep = Vec::tail(g.n - x0);
+    scalar_t* out = out_row + x0;
+    Window win;
+    if (loads && find_window<0>(g, ix, iy, win)) {
+      const int64_t r0 = win.row * sh + win.base;
+      const int64_t r1 = r0 + (Vec::any(win.lower) ? sh : 0);
+      for (int64_t c = 0; c < channels; ++c) {
+        const scalar_t* plane = src + c * src_c;
+        prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
+        const Vec::F p0 = pick(plane, r0, win.index);
+        const Vec::F p1 = pick(plane, r1, win.index);
+        Vec::store(out + c * out_c, keep, Vec::select(win.lower, p0, p1));
+      }
+      continue;
+    }
+    // As in bilinear_row: the clamped tap, zeroed outside the image with zeros
+    // padding.
+    Vec::M valid = Vec::every();
+    if constexpr (!kBorder) {
+      valid = Vec::mand(Vec::inside(ix, size_x), Vec::inside(iy, size_y));
+    }
+    const Vec::I cx = Vec::clamp(ix, Vec::isub(size_x, one));
+    const Vec::I cy = Vec::clamp(iy, Vec::isub(size_y, one));
+    if (loads) {
+      const int xlo = Vec::hmin(cx);
+      const int ylo = Vec::hmin(cy);
+      if (Vec::hmax(cx) - xlo <= Vec::kWindow - 1 && Vec::hmax(cy) - ylo <= 1) {
+        const int64_t base = std::min<int64_t>(xlo, g.src_w - Vec::kWindow);
+        const Vec::Index index =
+            Vec::index(Vec::isub(cx, Vec::iset(static_cast<int>(base))));
+        const Vec::M lower = Vec::eq(Vec::isub(cy, Vec::iset(ylo)), one);
+        const int64_t r0 = ylo * sh + base;
+        const int64_t r1 = std::min<int64_t>(ylo + 1, g.src_h - 1) * sh + base;
+        for (int64_t c = 0; c < channels; ++c) {
+          const scalar_t* plane = src + c * src_c;
+          const Vec::F p0 = pick(plane, r0, index);
+          const Vec::F p1 = pick(plane, r1, index);
+          Vec::store(out + c * out_c,
+                     keep,
+                     Vec::zero_unless(valid, Vec::select(lower, p0, p1)));
+        }
+        continue;
+      }
+    }
+    const Vec::I off = Vec::iadd(Vec::imul(cy, Vec::iset(g.stride_h)),
+                                 Vec::imul(cx, Vec::iset(g.stride_w)));
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t* plane = src + c * src_c;
+      Vec::store(out + c * out_c, keep, Vec::gather(plane, valid, off));
+    }
+  }
+}

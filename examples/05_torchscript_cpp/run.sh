@@ -56,6 +56,8 @@ if torch.version.cuda:
 if torch.version.cuda and root:
     print(f"-DCUDA_TOOLKIT_ROOT_DIR={root}")
     print(f"-DCUDAToolkit_ROOT={root}")
+    # enable_language(CUDA) takes the first nvcc on PATH otherwise, whatever its version.
+    print(f"-DCMAKE_CUDA_COMPILER={os.path.join(root, 'bin', 'nvcc')}")
     if not glob.glob(os.path.join(root, "lib*", "libnvrtc.so*")):
         site = os.path.dirname(os.path.dirname(torch.__file__))
         wheels = sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", "libnvrtc.so*")))

@@ -30,6 +30,7 @@ def test_parse_cudart_version():
 def test_pip_compiler_command_pins_the_series():
     assert cuda.pip_compiler_command("13.2") == (
         'pip install "nvidia-cuda-nvcc==13.2.*" "nvidia-cuda-crt==13.2.*" "nvidia-nvvm==13.2.*"'
+        ' "nvidia-cuda-cccl==13.2.*"'
     )
     assert cuda.pip_compiler_command("12.8") == 'pip install "nvidia-cuda-nvcc-cu12==12.8.*"'
 
@@ -37,7 +38,7 @@ def test_pip_compiler_command_pins_the_series():
 ALL_HEADERS = ("cuda_runtime_api.h", *cuda.TORCH_CUDA_HEADERS[1:])
 
 
-def make_toolkit(folder, version: str, headers=ALL_HEADERS):
+def make_toolkit(folder, version: str, headers=ALL_HEADERS, cccl: bool = True):
     """A fake toolkit: bin/nvcc answering --version and --dryrun like the real one, and
     include/ with the given headers (cuda_runtime_api.h carrying CUDART_VERSION)."""
     bin_dir = folder / "bin"
@@ -51,25 +52,28 @@ def make_toolkit(folder, version: str, headers=ALL_HEADERS):
         "esac\n"
     )
     nvcc.chmod(0o755)
-    make_includes(folder / "include", version, headers)
+    make_includes(folder / "include", version, headers, cccl=cccl)
     return nvcc
 
 
-def make_includes(folder, version: str, headers=ALL_HEADERS):
+def make_includes(folder, version: str, headers=ALL_HEADERS, cccl: bool = True):
     folder.mkdir(parents=True, exist_ok=True)
     major, minor = (int(x) for x in version.split("."))
+    if cccl:
+        (folder / "cccl" / "nv").mkdir(parents=True, exist_ok=True)
+        (folder / "cccl" / "nv" / "target").write_text("")
     for name in headers:
         text = f"#define CUDART_VERSION {major * 1000 + minor * 10}\n" if "runtime" in name else ""
         (folder / name).write_text(text)
     return folder
 
 
-def make_pip_compiler(site, version: str, runtime: str | None = None):
+def make_pip_compiler(site, version: str, runtime: str | None = None, cccl: bool = True):
     """site/nvidia/cu13 as NVIDIA's wheels lay it out: nvcc from nvidia-cuda-nvcc, headers
     and libcudart.so.13 from torch's own dependencies (at the runtime's version)."""
     cu = site / "nvidia" / f"cu{version.split('.')[0]}"
-    make_toolkit(cu, version, headers=())
-    make_includes(cu / "include", runtime or version)
+    make_toolkit(cu, version, headers=(), cccl=cccl)
+    make_includes(cu / "include", runtime or version, cccl=cccl)
     (cu / "lib").mkdir()
     (cu / "lib" / "libcudart.so.13").write_text("")
     (cu / "nvvm").mkdir()
@@ -392,3 +396,11 @@ def test_real_compiler_here_if_any(tmp_path):
         pytest.skip("no CUDA compiler on this machine")
     assert os.path.isfile(chosen.toolkit.nvcc) and chosen.problem is None
     assert chosen.toolkit.version.major == Version(torch.version.cuda).major
+
+
+def test_pip_compiler_without_cccl_is_passed_over_with_the_reason(tmp_path, no_system):
+    """torch 2.14.1 brings no CCCL; nvcc 13 without include/cccl fails on every .cu file."""
+    site = tmp_path / "site-packages"
+    make_pip_compiler(site, "13.0", cccl=False)
+    with pytest.raises(BuildError, match=r"it has no CCCL headers .*nvidia-cuda-cccl==13\.0\.\*"):
+        select({}, "13.0", [site], tmp_path)

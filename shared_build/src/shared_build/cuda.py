@@ -97,7 +97,9 @@ def pip_compiler_requirements(torch_cuda: str) -> list[str]:
     wanted = Version(torch_cuda)
     series = f"{wanted.major}.{wanted.minor}.*"
     if wanted.major >= 13:
-        names = ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm")
+        # CCCL (nv/target, cub, thrust) is where nvcc's own headers look for it
+        # (include/cccl); torch's dependencies bring it only sometimes.
+        names = ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cuda-cccl")
     else:  # CUDA 12 wheels carry the major version in their names and ship nvvm with nvcc
         names = (f"nvidia-cuda-nvcc-cu{wanted.major}",)
     return [f"{name}=={series}" for name in names]
@@ -200,6 +202,16 @@ def evaluate(
         extra = resolve_include_dirs(toolkit, site_dirs, headers)
     except BuildError as error:
         return Candidate(toolkit, problem=str(error))
+    if toolkit.version.major >= 13 and not os.path.isfile(
+        os.path.join(toolkit.include_dir, "cccl", "nv", "target")
+    ):
+        # nvcc 13 looks for CCCL only in its own include/cccl (nvcc.profile); without it
+        # every .cu file fails with "nv/target: No such file or directory".
+        return Candidate(
+            toolkit,
+            tuple(extra),
+            problem=f"it has no CCCL headers ({os.path.join(toolkit.include_dir, 'cccl', 'nv', 'target')} is missing)",
+        )
     headers_version = header_cuda_version([*extra, toolkit.include_dir])
     if headers_version is not None and (headers_version.major, headers_version.minor) != (
         toolkit.version.major,

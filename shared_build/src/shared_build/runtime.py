@@ -24,6 +24,17 @@ def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | 
     built = info.get("torch")
     if not built:
         return f"{package} has no record of the torch it was built against"
+    if info.get("abi") == "stable":
+        # A stable-ABI build calls only the C shim of its target release, which every
+        # later torch keeps: any torch at or above the target will do, CPU or CUDA (the
+        # CUDA library is loaded only under a CUDA torch, see cuda_library_path).
+        target = info.get("torch_target") or built
+        if Version(Version(torch_version).base_version) < Version(target):
+            return (
+                f"{package} is built on the stable ABI for torch {target} and newer but "
+                f"torch {torch_version} is installed"
+            )
+        return None
     try:
         same_release = Version(built).public == Version(torch_version).public
     except InvalidVersion:
@@ -117,6 +128,9 @@ def check_compatible(info: dict[str, Any] | None = None) -> None:
     info = BUILD_INFO if info is None else info
     problem = incompatibility(info, torch.__version__, torch.version.cuda)
     if problem is not None:
+        if info.get("abi") == "stable":
+            target = info.get("torch_target") or info.get("torch")
+            raise ImportError(f"{problem}; upgrade torch with: pip install 'torch>={target}'")
         raise ImportError(f"{problem}; rebuild it with: {rebuild_command(info)}")
     if info.get("sanitize"):
         import ctypes
@@ -124,3 +138,50 @@ def check_compatible(info: dict[str, Any] | None = None) -> None:
         problem = sanitizer_problem(info, hasattr(ctypes.CDLL(None), "__asan_init"))
         if problem is not None:
             raise ImportError(problem)
+
+
+def cuda_library_path(info: dict[str, Any], package_dir: str, torch_cuda: str | None) -> str | None:
+    """The stable-ABI package's CUDA library to load under this torch, or None.
+
+    A stable-ABI package keeps its CUDA kernels in a second library (``_C_cuda``) so that
+    the same wheel imports under a CPU-only torch: it is loaded only when torch is a CUDA
+    build of the CUDA major version the library was compiled for (its libcudart).
+    """
+    name = info.get("cuda_library")
+    if not name or torch_cuda is None:
+        return None
+    from packaging.version import Version
+
+    built_cuda = info.get("cuda")
+    if built_cuda and Version(built_cuda).major != Version(torch_cuda).major:
+        return None
+    for entry in sorted(os.listdir(package_dir)):
+        if entry.startswith(name + ".") and entry.endswith((".so", ".pyd", ".dylib")):
+            return os.path.join(package_dir, entry)
+    return None
+
+
+# Namespaces whose C++ symbols a stable-ABI library must not import: they change from
+# one torch release to the next. The C shim (aoti_torch_*, torch_*) is what it may use.
+_UNSTABLE_NAMESPACE = r"(?<![\w:])(c10|at|torch|caffe2)::"
+
+
+def unstable_symbols(library: str) -> list[str]:
+    """The undefined C++ symbols of ``library`` in torch's C++ namespaces (demangled).
+
+    Runs ``nm -D --undefined-only`` and ``c++filt``; a stable-ABI library must give [].
+    """
+    import re
+    import subprocess
+
+    names = subprocess.run(
+        ["nm", "-D", "--undefined-only", library], capture_output=True, text=True, check=True
+    ).stdout.split()
+    demangled = subprocess.run(
+        ["c++filt"],
+        input="\n".join(n.split("@")[0] for n in names if n.startswith("_Z")),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return sorted({d for d in demangled if re.search(_UNSTABLE_NAMESPACE, d)})

@@ -36,6 +36,11 @@ INCLUDE_DIR = HERE / "include"
 RUNTIME_TEMPLATE = HERE / "runtime.py"
 BUILD_INFO_MARKER = "BUILD_INFO: dict[str, Any] = {}"
 BUILD_INFO_FILE = "_build_info.py"
+# The oldest torch a stable-ABI package supports (the first line of
+# requirements/torch-matrix.txt; a test keeps the two equal). Its wheel is built with
+# -DTORCH_TARGET_VERSION set to this release, so it may only use the stable API this
+# release has, and loads on it and on every newer torch.
+STABLE_TARGET = "2.13"
 
 # Commands that compile; any other invocation of setup.py (egg_info, dist_info, sdist,
 # --version) only needs metadata and must work without torch, e.g. in an isolated sdist build.
@@ -73,6 +78,7 @@ class PackageConfig:
     # A source folder shared with other packages (csrc/, python/): its C++ is compiled
     # into this package's module, its python/ installed as <name>._<folder name>.
     common: Path | None = None
+    abi: str = "full"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -113,12 +119,22 @@ def read_config(root: Path) -> PackageConfig:
     python_module = table.pop("python_module", True)
     limited_api = table.pop("limited_api", True)
     common = find_common(root, table.pop("common", None))
+    abi = table.pop("abi", "full")
+    if abi not in ("full", "stable"):
+        raise BuildError(
+            f'[tool.shared_build] abi = {abi!r} in {pyproject}; use "full" or "stable"'
+        )
+    if abi == "stable" and not (limited_api and python_module):
+        raise BuildError(
+            f'[tool.shared_build] abi = "stable" in {pyproject} makes one abi3 wheel with a '
+            "Python module: drop limited_api = false and python_module = false"
+        )
     allowed = {"libraries", "library_dirs", "include_dirs", "extra_link_args", "define_macros"}
     unknown = set(table) - allowed
     if unknown:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
-            f"common, cuda, module, python_module, limited_api, {', '.join(sorted(allowed))}"
+            f"abi, common, cuda, module, python_module, limited_api, {', '.join(sorted(allowed))}"
         )
     return PackageConfig(
         root=root,
@@ -129,6 +145,7 @@ def read_config(root: Path) -> PackageConfig:
         python_module=bool(python_module),
         limited_api=bool(limited_api),
         common=common,
+        abi=abi,
         extra=table,
     )
 
@@ -218,6 +235,23 @@ def collect_sources(root: Path, with_cuda: bool, common: Path | None = None) -> 
         raise BuildError(f"{csrc} has no .cpp or .cu sources")
     # setuptools refuses absolute paths; a common folder's are relative, with "..".
     return [os.path.relpath(p, root) for p in sources]
+
+
+def target_version_macro(release: str) -> str:
+    """TORCH_TARGET_VERSION for a torch release ("2.13"), encoded as torch/headeronly/version.h
+    encodes TORCH_ABI_VERSION: one byte each for major, minor, patch, from the top."""
+    parts = [int(p) for p in Version(release).release[:3]] + [0, 0]
+    major, minor, patch = parts[:3]
+    return f"0x{(major << 56) | (minor << 48) | (patch << 40):016x}ULL"
+
+
+def split_cuda_sources(sources: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(C++ sources, CUDA sources): .cu files and anything under a cuda/ folder are CUDA."""
+    cpp, cuda = [], []
+    for source in sources:
+        path = Path(source)
+        (cuda if path.suffix == ".cu" or "cuda" in path.parts[:-1] else cpp).append(source)
+    return cpp, cuda
 
 
 def import_torch(package: str) -> Any:
@@ -592,10 +626,38 @@ def _setup_kwargs(
     else:
         env.pop("TORCH_NO_COMPILER_WRAPPER", None)
 
-    extension_cls = cpp_extension.CUDAExtension if with_cuda else cpp_extension.CppExtension
+    sources = collect_sources(root, with_cuda, config.common)
+    stable = config.abi == "stable"
+    cuda_library = None
+    extensions = []
+    if stable:
+        if Version(Version(torch.__version__).base_version) < Version(STABLE_TARGET):
+            raise BuildError(
+                f"{package} is a stable-ABI package for torch >= {STABLE_TARGET} but the build "
+                f"environment has torch {torch.__version__}; install torch>={STABLE_TARGET}"
+            )
+        define_macros.append(("TORCH_TARGET_VERSION", target_version_macro(STABLE_TARGET)))
+        if with_cuda:
+            # The CUDA kernels go into a second library that the package loads only under
+            # a CUDA torch, so that the same wheel imports under a CPU-only torch.
+            sources, cuda_sources = split_cuda_sources(sources)
+            cuda_library = f"{config.module}_cuda"
+            extensions.append(
+                cpp_extension.CUDAExtension(
+                    name=f"{package}.{cuda_library}",
+                    sources=cuda_sources,
+                    include_dirs=include_dirs,
+                    define_macros=define_macros,
+                    extra_compile_args=compile_args,
+                    py_limited_api=True,
+                )
+            )
+            define_macros = [m for m in define_macros if m[0] != "WITH_CUDA"]
+    with_cuda_main = with_cuda and cuda_library is None
+    extension_cls = cpp_extension.CUDAExtension if with_cuda_main else cpp_extension.CppExtension
     extension = extension_cls(
         name=f"{package}.{config.module}",
-        sources=collect_sources(root, with_cuda, config.common),
+        sources=sources,
         include_dirs=include_dirs,
         library_dirs=[*config.extra.get("library_dirs", []), *overrides.get("library_dirs", [])],
         libraries=[*config.extra.get("libraries", []), *overrides.get("libraries", [])],
@@ -627,6 +689,9 @@ def _setup_kwargs(
         "compiler": _compiler_version(compiler.command),
         "compiler_launcher": launcher,
         "source_dir": str(root),
+        "abi": config.abi,
+        "torch_target": STABLE_TARGET if stable else None,
+        "cuda_library": cuda_library,
         **overrides.get("build_info", {}),
     }
     tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
@@ -639,7 +704,7 @@ def _setup_kwargs(
     )
     _log(summary)
 
-    kwargs["ext_modules"] = [extension]
+    kwargs["ext_modules"] = [extension, *extensions]
     kwargs["cmdclass"]["build_ext"] = _make_build_ext(info, config.python_module)
     kwargs["options"] = {
         "build": {"build_base": build_base},

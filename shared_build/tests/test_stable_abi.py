@@ -1,0 +1,157 @@
+"""abi = "stable": config, the target version, the CUDA split, the import check, the audit."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from shared_build import runtime, setup_helpers
+from shared_build.errors import BuildError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_setup import make_package
+
+REPO = Path(__file__).resolve().parents[2]
+
+STABLE_INFO = {
+    "package": "gc_cpp",
+    "version": "0.1.0",
+    "torch": "2.13.0+cpu",
+    "torch_cuda": None,
+    "cuda": None,
+    "abi": "stable",
+    "torch_target": "2.13",
+    "cuda_library": None,
+    "source_dir": "/nonexistent/packages/gc_cpp",
+}
+
+
+def test_abi_defaults_to_full(tmp_path):
+    assert setup_helpers.read_config(make_package(tmp_path)).abi == "full"
+
+
+def test_abi_stable(tmp_path):
+    assert setup_helpers.read_config(make_package(tmp_path, 'abi = "stable"\n')).abi == "stable"
+
+
+def test_abi_rejects_other_values(tmp_path):
+    with pytest.raises(BuildError, match=r"abi = 'limited'.*use \"full\" or \"stable\""):
+        setup_helpers.read_config(make_package(tmp_path, 'abi = "limited"\n'))
+
+
+def test_abi_stable_needs_the_limited_api(tmp_path):
+    with pytest.raises(BuildError, match="drop limited_api = false"):
+        setup_helpers.read_config(make_package(tmp_path, 'abi = "stable"\nlimited_api = false\n'))
+
+
+def test_target_version_macro_encodes_like_version_h():
+    # (2 << 56) | (13 << 48), as TORCH_ABI_VERSION encodes 2.13.0
+    assert setup_helpers.target_version_macro("2.13") == "0x020d000000000000ULL"
+    assert setup_helpers.target_version_macro("2.10.1") == "0x020a010000000000ULL"
+
+
+def test_target_is_the_oldest_torch_of_the_matrix():
+    lines = (REPO / "requirements" / "torch-matrix.txt").read_text().splitlines()
+    versions = [
+        Version(str(Requirement(line.split("#")[0]).specifier).lstrip("="))
+        for line in lines
+        if line.split("#")[0].strip()
+    ]
+    oldest = min(versions)
+    assert Version(setup_helpers.STABLE_TARGET) == Version(f"{oldest.major}.{oldest.minor}")
+
+
+def test_stable_packages_pin_the_target_to_build_and_accept_newer_to_run():
+    stable = []
+    for pyproject in sorted(REPO.glob("packages/*/pyproject.toml")):
+        data = setup_helpers._load_toml(pyproject)
+        if data.get("tool", {}).get("shared_build", {}).get("abi") != "stable":
+            continue
+        stable.append(pyproject.parent.name)
+        build = {Requirement(r).name: Requirement(r) for r in data["build-system"]["requires"]}
+        run = {Requirement(r).name: Requirement(r) for r in data["project"]["dependencies"]}
+        target = setup_helpers.STABLE_TARGET
+        assert str(build["torch"].specifier) == f"=={target}.0", pyproject
+        assert str(run["torch"].specifier) == f">={target}", pyproject
+    if not stable:
+        pytest.skip("no package sets abi = 'stable' yet")
+
+
+def test_split_cuda_sources():
+    cpp, cuda = setup_helpers.split_cuda_sources(
+        ["csrc/op.cpp", "csrc/cpu/k.cpp", "csrc/cuda/k.cu", "csrc/cuda/launch.cpp", "csrc/x.cu"]
+    )
+    assert cpp == ["csrc/op.cpp", "csrc/cpu/k.cpp"]
+    assert cuda == ["csrc/cuda/k.cu", "csrc/cuda/launch.cpp", "csrc/x.cu"]
+
+
+@pytest.mark.parametrize(
+    ("torch_version", "torch_cuda"),
+    [
+        ("2.13.0+cpu", None),
+        ("2.13.0", "12.8"),
+        ("2.14.1+cu130", "13.0"),
+        ("2.15.0+cu132", "13.2"),
+        ("2.16.0.dev20270101", None),
+    ],
+)
+def test_stable_build_accepts_the_target_and_newer(torch_version, torch_cuda):
+    assert runtime.incompatibility(STABLE_INFO, torch_version, torch_cuda) is None
+
+
+@pytest.mark.parametrize("torch_version", ["2.12.1", "2.12.0+cu130", "2.9.0+cu128"])
+def test_stable_build_refuses_an_older_torch(torch_version):
+    problem = runtime.incompatibility(STABLE_INFO, torch_version, None)
+    assert problem == (
+        f"gc_cpp is built on the stable ABI for torch 2.13 and newer but torch "
+        f"{torch_version} is installed"
+    )
+
+
+def test_stable_check_says_upgrade_in_one_sentence(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch, "__version__", "2.12.0")
+    with pytest.raises(ImportError) as error:
+        runtime.check_compatible(STABLE_INFO)
+    message = str(error.value)
+    assert message.endswith("upgrade torch with: pip install 'torch>=2.13'")
+    assert "\n" not in message and message.count(". ") == 0
+
+
+def test_cuda_library_path(tmp_path):
+    (tmp_path / "_C.abi3.so").write_text("")
+    (tmp_path / "_C_cuda.abi3.so").write_text("")
+    info = {**STABLE_INFO, "cuda_library": "_C_cuda", "cuda": "13.0"}
+    assert runtime.cuda_library_path(info, str(tmp_path), "13.0") == str(
+        tmp_path / "_C_cuda.abi3.so"
+    )
+    assert runtime.cuda_library_path(info, str(tmp_path), "13.2") is not None
+    assert runtime.cuda_library_path(info, str(tmp_path), None) is None  # CPU-only torch
+    assert runtime.cuda_library_path(info, str(tmp_path), "12.8") is None  # other libcudart
+    assert runtime.cuda_library_path(STABLE_INFO, str(tmp_path), "13.0") is None
+
+
+@pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm")), reason="needs g++ and nm")
+def test_unstable_symbols_finds_cxx_torch_symbols(tmp_path):
+    source = tmp_path / "lib.cpp"
+    source.write_text(
+        "namespace c10 { void fail(int); }\n"
+        "namespace at { struct Tensor { int dim() const; }; }\n"
+        'extern "C" int aoti_torch_get_dim(void*, long*);\n'
+        "namespace format { void stat(); }\n"
+        "int use(const at::Tensor& t) { c10::fail(1); format::stat();\n"
+        "  long d; aoti_torch_get_dim(nullptr, &d); return t.dim(); }\n"
+    )
+    library = tmp_path / "lib.so"
+    subprocess.run(["g++", "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
+    found = runtime.unstable_symbols(str(library))
+    assert found == ["at::Tensor::dim() const", "c10::fail(int)"]
+    assert not any(re.search("aoti|format", s) for s in found)

@@ -31,16 +31,18 @@ extern const char* const kOtherDeviceHint;
 
 // One step's tensors as the package's fused passes take them: each
 // contiguous, on kDeviceType, with batch and state_size > 0.
+// Every member has a default initializer: each pass names only the tensors it
+// uses (designated initializers), which -Wmissing-field-initializers accepts.
 struct Step {
-  at::Tensor gate_weights;  // (batch, 3 * state_size), before the activations
-  at::Tensor old_cell;      // the rest (batch, state_size)
-  at::Tensor new_h;
-  at::Tensor new_cell;
-  at::Tensor input_gate;
-  at::Tensor output_gate;
-  at::Tensor candidate_cell;
-  at::Tensor grad_h;
-  at::Tensor grad_cell;
+  at::Tensor gate_weights{};  // (batch, 3 * state_size), before the activations
+  at::Tensor old_cell{};      // the rest (batch, state_size)
+  at::Tensor new_h{};
+  at::Tensor new_cell{};
+  at::Tensor input_gate{};
+  at::Tensor output_gate{};
+  at::Tensor candidate_cell{};
+  at::Tensor grad_h{};
+  at::Tensor grad_cell{};
 };
 
 // The data of a step's tensors, for the passes.

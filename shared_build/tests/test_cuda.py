@@ -139,6 +139,7 @@ def test_pip_compiler_is_found_and_given_a_cuda_home(tmp_path, no_system):
     assert (home / "include" / "cuda_runtime_api.h").is_file()
     assert (home / "lib64" / "libcudart.so").resolve() == (cu13 / "lib" / "libcudart.so.13")
     assert (home / "nvvm").is_dir()
+    assert (home / "lib" / "libcudart.so.13").is_file(), "CMake links from nvcc's lib/"
     # Made again for the next build without complaint.
     assert select({}, "13.2", [site], tmp_path).toolkit.root == str(home)
 

@@ -133,7 +133,9 @@ def make_cuda_home(pip_dir: str, destination: str) -> str:
     """
     os.makedirs(destination, exist_ok=True)
     for name in os.listdir(pip_dir):
-        if name in ("lib", "lib64"):
+        # lib stays reachable as it is: CMake links a CUDA program against
+        # lib/libcudart_static.a and lib/libcudadevrt.a where nvcc says its libraries are.
+        if name == "lib64":
             continue
         _link(os.path.join(pip_dir, name), os.path.join(destination, name))
     lib64 = os.path.join(destination, "lib64")

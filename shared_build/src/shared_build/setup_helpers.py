@@ -582,6 +582,7 @@ def _setup_kwargs(
     from torch.utils import cpp_extension
 
     arch_list = None
+    rpath_args: list[str] = []
     if with_cuda:
         assert toolkit is not None
         warning = cuda_mod.check_toolkit_matches_torch(toolkit, torch.version.cuda)
@@ -602,6 +603,15 @@ def _setup_kwargs(
         )
         env["TORCH_CUDA_ARCH_LIST"] = arch_list
         define_macros.append(("WITH_CUDA", None))
+        if toolkit.pip_dir:
+            # Built with NVIDIA's pip runtime: the library finds libcudart.so.13 beside it in
+            # site-packages when a C++ program (no Python, no torch import first) loads it,
+            # as torch's own libraries do.
+            site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
+            cuda_rpath = os.path.relpath(
+                os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, package)
+            )
+            rpath_args.append(f"-Wl,-rpath,$ORIGIN/{cuda_rpath}")
 
     werror = knobs.is_werror(env)
     ours = {str(INCLUDE_DIR), str(root / "csrc")}
@@ -665,6 +675,7 @@ def _setup_kwargs(
             *config.extra.get("extra_link_args", []),
             *overrides.get("extra_link_args", []),
             *sanitize_link,
+            *rpath_args,
         ],
         define_macros=define_macros,
         extra_compile_args=compile_args,

@@ -140,6 +140,9 @@ def test_pip_compiler_is_found_and_given_a_cuda_home(tmp_path, no_system):
     assert (home / "lib64" / "libcudart.so").resolve() == (cu13 / "lib" / "libcudart.so.13")
     assert (home / "nvvm").is_dir()
     assert (home / "lib" / "libcudart.so.13").is_file(), "CMake links from nvcc's lib/"
+    # nvcc's TOP is bin/..: the folder made here, not the pip folder (it has no lib64).
+    assert not (home / "bin").is_symlink() and (home / "bin" / "nvcc").is_symlink()
+    assert os.path.realpath(home / "bin" / "..") == str(home)
     # Made again for the next build without complaint.
     assert select({}, "13.2", [site], tmp_path).toolkit.root == str(home)
 

@@ -135,9 +135,18 @@ def make_cuda_home(pip_dir: str, destination: str) -> str:
     for name in os.listdir(pip_dir):
         # lib stays reachable as it is: CMake links a CUDA program against
         # lib/libcudart_static.a and lib/libcudadevrt.a where nvcc says its libraries are.
-        if name == "lib64":
+        if name in ("lib64", "bin"):
             continue
         _link(os.path.join(pip_dir, name), os.path.join(destination, name))
+    # bin is a real folder of links: nvcc takes its TOP from the folder it was started
+    # from (bin/..), and through a linked folder that would be the pip folder again, which
+    # has no lib64 (nvcc 13.0 links from TOP/lib64).
+    bin_dir = os.path.join(destination, "bin")
+    if os.path.islink(bin_dir):
+        os.unlink(bin_dir)
+    os.makedirs(bin_dir, exist_ok=True)
+    for name in os.listdir(os.path.join(pip_dir, "bin")):
+        _link(os.path.join(pip_dir, "bin", name), os.path.join(bin_dir, name))
     lib64 = os.path.join(destination, "lib64")
     os.makedirs(lib64, exist_ok=True)
     for lib_name in ("lib", "lib64"):

@@ -10,8 +10,10 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 
 echo "== cmake configure (finds torch through $(command -v python))"
 start=$SECONDS
+# With a CUDA build of torch, find_package(Torch) also looks for the CUDA toolkit.
+mapfile -t cuda_args < <(python "$here/../cuda_cmake_args.py" "$work")
 cmake -S "$here" -B "$work/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DPython3_EXECUTABLE="$(command -v python)" --log-level=WARNING
+  -DPython3_EXECUTABLE="$(command -v python)" --log-level=WARNING "${cuda_args[@]}"
 echo "configured in $((SECONDS - start)) s"
 
 echo "== cmake --build"

@@ -25,7 +25,8 @@ pytest.importorskip("hypothesis")
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The LLTM reference lives once, in lltm_common/tests (the lltm packages' suites use it too).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lltm_common" / "tests"))
 from lltm_common.reference import TOLERANCES, assert_close_scaled, lltm_forward, lltm_gradients
 
 SKIPPED = dict(

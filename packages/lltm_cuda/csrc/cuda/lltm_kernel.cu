@@ -155,13 +155,16 @@ void forward_pointwise(const Step& step) {
   const c10::ScalarType dtype = step.old_cell.scalar_type();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, dtype, "lltm_cuda_forward", [&] {
-        // clang-format off: the arguments packed, so that the check follows the
-        // launch directly.
-        lltm_forward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            in<scalar_t>(step.gate_weights), in<scalar_t>(step.old_cell),
-            out<scalar_t>(step.new_h), out<scalar_t>(step.new_cell),
-            out<scalar_t>(step.input_gate), out<scalar_t>(step.output_gate),
-            out<scalar_t>(step.candidate_cell), n, state);
+        // clang-format off: the launch on one line, its check on the next.
+        const auto blocks = blocks_for(n);
+        const scalar_t* gates = in<scalar_t>(step.gate_weights);
+        const scalar_t* old_cell = in<scalar_t>(step.old_cell);
+        scalar_t* new_h = out<scalar_t>(step.new_h);
+        scalar_t* new_cell = out<scalar_t>(step.new_cell);
+        scalar_t* input_gate = out<scalar_t>(step.input_gate);
+        scalar_t* output_gate = out<scalar_t>(step.output_gate);
+        scalar_t* candidate = out<scalar_t>(step.candidate_cell);
+        lltm_forward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(gates, old_cell, new_h, new_cell, input_gate, output_gate, candidate, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });
@@ -186,11 +189,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
         scalar_t* d_cell = d_old_cell.mutable_data_ptr<scalar_t>();
         scalar_t* d_g = d_gates.mutable_data_ptr<scalar_t>();
         // clang-format off: as above.
-        lltm_backward_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-            in<scalar_t>(step.grad_h), in<scalar_t>(step.grad_cell),
-            in<scalar_t>(step.new_cell), in<scalar_t>(step.input_gate),
-            in<scalar_t>(step.output_gate), in<scalar_t>(step.candidate_cell),
-            in<scalar_t>(step.gate_weights), d_cell, d_g, n, state);
+        const auto blocks = blocks_for(n);
+        const scalar_t* grad_h = in<scalar_t>(step.grad_h);
+        const scalar_t* grad_cell = in<scalar_t>(step.grad_cell);
+        const scalar_t* new_cell = in<scalar_t>(step.new_cell);
+        const scalar_t* input_gate = in<scalar_t>(step.input_gate);
+        const scalar_t* output_gate = in<scalar_t>(step.output_gate);
+        const scalar_t* candidate = in<scalar_t>(step.candidate_cell);
+        const scalar_t* gates = in<scalar_t>(step.gate_weights);
+        lltm_backward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate, gates, d_cell, d_g, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });

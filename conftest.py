@@ -7,16 +7,24 @@ skip and of the device parametrisation.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
-try:
-    # Import the real shared_build before pytest collects shared_build/tests: in importlib
-    # mode pytest would otherwise register the repository folder shared_build/ (no
-    # __init__.py) as an empty namespace module of that name.
-    import shared_build  # noqa: F401
-except ImportError:
-    pass
+# Import the real shared_build before pytest collects shared_build/tests: in importlib mode
+# pytest would otherwise register the repository folder shared_build/ (no __init__.py) as an
+# empty namespace module of that name. Its source folder serves where it is not installed.
+sys.path.append(str(Path(__file__).resolve().parent / "shared_build" / "src"))
+import shared_build  # noqa: F401
+
+# The cuda/slow markers and the CUDA skip, one definition with every package's conftest.py
+# (an sdist's tests use them without this file).
+from shared_build.testing import (  # noqa: F401
+    pytest_collection_modifyitems,
+    pytest_configure,
+)
 
 try:
     from hypothesis import HealthCheck, settings
@@ -43,26 +51,6 @@ else:
         suppress_health_check=_SLOW_DRAWS,
     )
     settings.load_profile("ci")
-
-CUDA_AVAILABLE = torch.cuda.is_available()
-NO_CUDA_REASON = (
-    "no CUDA GPU visible (torch.cuda.is_available() is False); run on a GPU machine, "
-    "e.g. `nox -s gpu`"
-)
-
-DEVICES = [
-    "cpu",
-    pytest.param("cuda", marks=pytest.mark.cuda),
-]
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if CUDA_AVAILABLE:
-        return
-    skip = pytest.mark.skip(reason=NO_CUDA_REASON)
-    for item in items:
-        if "cuda" in item.keywords:
-            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -43,24 +43,14 @@ class Impl:
 
 
 def conftest(name: str, device: str):
-    """What a package's conftest.py needs: the session fixture ``impl`` (``name`` on
-    ``device``) and the hook that skips the cuda-marked tests without a GPU, which the
-    repository's conftest.py does in a checkout but an sdist does not carry."""
+    """The session fixture ``impl`` (``name`` on ``device``) that a package's conftest.py
+    makes; the cuda/slow markers and the CUDA skip come from shared_build.testing."""
 
     @pytest.fixture(scope="session")
     def impl() -> Impl:
         return Impl(name=name, package=importlib.import_module(name), device=device)
 
-    def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-        if not torch.cuda.is_available():
-            skip = pytest.mark.skip(
-                reason="no CUDA GPU visible (torch.cuda.is_available() is False)"
-            )
-            for item in items:
-                if "cuda" in item.keywords:
-                    item.add_marker(skip)
-
-    return impl, pytest_collection_modifyitems
+    return impl
 
 
 # The gradient of each of forward's inputs, in the order of the inputs.

@@ -415,8 +415,9 @@ def warp_cases(draw):
 
 
 WARP_KINDS = [
-    pytest.param("public", "cpu", id="public-cpu"),  # the build's backend: OpenCV or built-in
+    pytest.param("public", "cpu", id="public-cpu"),  # the build's default: built-in unless =1
     pytest.param("builtin", "cpu", id="builtin-cpu"),
+    pytest.param("opencv", "cpu", id="opencv-cpu"),  # backend="opencv", where the build has it
     pytest.param("public", "cuda", id="public-cuda", marks=pytest.mark.cuda),
 ]
 
@@ -425,9 +426,12 @@ WARP_KINDS = [
 @given(case=warp_cases())
 def test_warp_perspective(kind, device, case):
     warp_perspective = package("warp_perspective")
+    if kind == "opencv" and warp_perspective.backend() != "opencv":
+        pytest.skip("this build has no OpenCV backend")
     op = {
         "public": torch.ops.warp_perspective.warp_perspective,
         "builtin": torch.ops.warp_perspective._warp_perspective_builtin,
+        "opencv": torch.ops.warp_perspective._warp_perspective_opencv,
     }[kind]
     g = torch.Generator().manual_seed(case["seed"])
     dtype = case["dtype"]
@@ -439,11 +443,11 @@ def test_warp_perspective(kind, device, case):
     assert out.shape == expected.shape and out.dtype == dtype
     diff = (out.cpu().double() - expected.double()).abs().masked_fill(ties, 0)
     r = 255.0 if dtype == torch.uint8 else max(1.0, image.double().abs().max().item())
+    opencv_default = warp_perspective.build_config()["cpu_default"] == "opencv"
     opencv = (
-        kind == "public"
+        (kind == "opencv" or (kind == "public" and opencv_default))
         and device == "cpu"
         and dtype != torch.float64
-        and warp_perspective.backend() == "opencv"
     )
     if case["interpolation"] == "nearest":
         # Every backend rounds the same double coordinate half to even: equal but for ties.

@@ -54,6 +54,15 @@ class AddFunction : public torch::autograd::Function<AddFunction> {
   }
 };
 
+// Whether a call must record a graph node: reverse mode with an input that
+// requires grad, or forward mode with a tangent (which Function::apply
+// reports as unsupported; the fast path must not hide that).
+bool needs_autograd(const at::Tensor& x, const at::Tensor& y) {
+  return (at::GradMode::is_enabled() &&
+          (x.requires_grad() || y.requires_grad())) ||
+         x._fw_grad(/*level=*/0).defined() || y._fw_grad(/*level=*/0).defined();
+}
+
 at::Tensor add_autograd(const at::Tensor& x,
                         const at::Tensor& y,
                         double alpha) {
@@ -61,6 +70,13 @@ at::Tensor add_autograd(const at::Tensor& x,
   // records the inputs (an undefined tensor would fail there with a message
   // about devices).
   check_add_inputs(x, y);
+  // Function::apply builds a node, its context and edge lists on every call,
+  // even when nothing requires grad: 0.15 us of a 2 us call on 1000 floats.
+  // Without a graph to record, go straight to the kernel, as ATen's own
+  // autograd kernels do.
+  if (!needs_autograd(x, y)) {
+    return add_below_autograd(x, y, alpha);
+  }
   return AddFunction::apply(x, y, alpha);
 }
 

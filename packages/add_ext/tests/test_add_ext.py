@@ -149,6 +149,28 @@ def test_gradient_only_for_inputs_that_need_it(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_graph_recorded_only_when_needed(device):
+    """The autograd kernel skips the graph node when nothing needs it (the fast path) and
+    records it otherwise; forward mode still reports that it is unsupported."""
+    x = torch.randn(8, device=device, requires_grad=True)
+    y = torch.randn(8, device=device)
+    for op in (add_ext.add, torch.ops.add_ext.add.default):
+        plain = op(x.detach(), y, 2.0)
+        assert plain.grad_fn is None and not plain.requires_grad
+        with torch.no_grad():
+            no_grad = op(x, y, 2.0)
+        assert no_grad.grad_fn is None and not no_grad.requires_grad
+        assert torch.equal(no_grad, plain)
+        recorded = op(x, y, 2.0)
+        assert recorded.requires_grad and recorded.grad_fn is not None
+        assert torch.equal(recorded.detach(), plain)
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(y, torch.ones_like(y))
+        with pytest.raises(RuntimeError, match="jvp is not implemented"):
+            add_ext.add(dual, y, 2.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_gradcheck_float64(device):
     x = torch.randn(6, 7, dtype=torch.float64, device=device, requires_grad=True)
     y = torch.randn(6, 7, dtype=torch.float64, device=device, requires_grad=True)

@@ -11,6 +11,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include <array>
 #include <string>
 
 namespace warp_perspective {
@@ -23,20 +24,34 @@ constexpr const char* kNoWarpGrad =
     "warp_perspective: the gradient with respect to warp is not supported; "
     "pass warp.detach() (or a warp that does not require grad)";
 
+// The op a forward runs: the public one (the build's default CPU backend, or
+// CUDA), or one CPU backend picked per call.
+enum class Forward { kDefault = 0, kBuiltin = 1, kOpenCV = 2 };
+
+using ForwardSignature = at::Tensor(const at::Tensor&,
+                                    const at::Tensor&,
+                                    at::OptionalSymIntArrayRef,
+                                    c10::string_view,
+                                    c10::string_view);
+
+c10::TypedOperatorHandle<ForwardSignature> find_forward(const char* name) {
+  return c10::Dispatcher::singleton()
+      .findSchemaOrThrow(name, "")
+      .typed<ForwardSignature>();
+}
+
 at::Tensor forward_op(const at::Tensor& image,
                       const at::Tensor& warp,
                       at::OptionalSymIntArrayRef dsize,
                       c10::string_view interpolation,
-                      c10::string_view padding_mode) {
-  static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("warp_perspective::warp_perspective", "")
-          .typed<at::Tensor(const at::Tensor&,
-                            const at::Tensor&,
-                            at::OptionalSymIntArrayRef,
-                            c10::string_view,
-                            c10::string_view)>();
-  return op.call(image, warp, dsize, interpolation, padding_mode);
+                      c10::string_view padding_mode,
+                      Forward which = Forward::kDefault) {
+  static const std::array<c10::TypedOperatorHandle<ForwardSignature>, 3> ops{
+      find_forward("warp_perspective::warp_perspective"),
+      find_forward("warp_perspective::_warp_perspective_builtin"),
+      find_forward("warp_perspective::_warp_perspective_opencv")};
+  return ops[static_cast<size_t>(which)].call(
+      image, warp, dsize, interpolation, padding_mode);
 }
 
 at::Tensor backward_op(const at::Tensor& grad_output,
@@ -69,12 +84,13 @@ class WarpFunction : public torch::autograd::Function<WarpFunction> {
                             const at::Tensor& warp,
                             at::OptionalSymIntArrayRef dsize,
                             c10::string_view interpolation,
-                            c10::string_view padding_mode) {
+                            c10::string_view padding_mode,
+                            Forward which) {
     ctx->save_for_backward({warp});
     ctx->saved_data["image_size"] = image.sym_sizes();
     save_modes(ctx, interpolation, padding_mode);
     at::AutoDispatchBelowADInplaceOrView guard;
-    return forward_op(image, warp, dsize, interpolation, padding_mode);
+    return forward_op(image, warp, dsize, interpolation, padding_mode, which);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -88,7 +104,12 @@ class WarpFunction : public torch::autograd::Function<WarpFunction> {
                                ctx->saved_data["interpolation"].toStringRef(),
                                ctx->saved_data["padding_mode"].toStringRef());
     }
-    return {grad_image, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_image,
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -137,6 +158,9 @@ void check_defined(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.defined(), "warp_perspective: ", name, " is undefined");
 }
 
+// Every CPU backend samples the same positions (OpenCV rounds them to 1/32
+// pixel), so all share one gradient: the adjoint of exact sampling.
+template <Forward which>
 at::Tensor warp_autograd(const at::Tensor& image,
                          const at::Tensor& warp,
                          at::OptionalSymIntArrayRef dsize,
@@ -144,7 +168,8 @@ at::Tensor warp_autograd(const at::Tensor& image,
                          c10::string_view padding_mode) {
   check_defined(image, "image");
   check_defined(warp, "warp");
-  return WarpFunction::apply(image, warp, dsize, interpolation, padding_mode);
+  return WarpFunction::apply(
+      image, warp, dsize, interpolation, padding_mode, which);
 }
 
 at::Tensor warp_backward_autograd(const at::Tensor& grad_output,
@@ -162,7 +187,13 @@ at::Tensor warp_backward_autograd(const at::Tensor& grad_output,
 }  // namespace warp_perspective
 
 TORCH_LIBRARY_IMPL(warp_perspective, Autograd, m) {
-  m.impl("warp_perspective", &warp_perspective::warp_autograd);
+  using warp_perspective::Forward;
+  m.impl("warp_perspective",
+         &warp_perspective::warp_autograd<Forward::kDefault>);
+  m.impl("_warp_perspective_builtin",
+         &warp_perspective::warp_autograd<Forward::kBuiltin>);
+  m.impl("_warp_perspective_opencv",
+         &warp_perspective::warp_autograd<Forward::kOpenCV>);
   m.impl("warp_perspective_backward",
          &warp_perspective::warp_backward_autograd);
 }

@@ -280,6 +280,7 @@ namespace {
 c10::Dict<std::string, std::string> build_config() {
   c10::Dict<std::string, std::string> config;
   config.insert("cpu_backend", warp_perspective::cpu_backend());
+  config.insert("cpu_default", warp_perspective::cpu_default_backend());
   config.insert("opencv", warp_perspective::opencv_version());
   config.insert("cpu_geometry", warp_perspective::cpu_geometry());
 #ifdef WITH_CUDA
@@ -308,13 +309,19 @@ TORCH_LIBRARY(warp_perspective, m) {
       "warp_perspective_backward(Tensor grad_output, Tensor warp, "
       "SymInt[] image_size, str interpolation, str padding_mode) -> Tensor",
       {at::Tag::pt2_compliant_tag});
-  // The built-in CPU kernel whatever the build's backend, so that tests and
-  // benchmarks reach both backends from one build. Not part of the API.
+  // The built-in CPU kernel and the OpenCV one whatever the build's default,
+  // for warp_perspective(..., backend=...) and the tests and benchmarks. The
+  // OpenCV op raises in a build without OpenCV. Not part of the API: call the
+  // Python wrapper's backend argument.
   m.def(
       "_warp_perspective_builtin(Tensor image, Tensor warp, SymInt[]? "
       "dsize=None, str interpolation=\"bilinear\", str "
       "padding_mode=\"zeros\") -> Tensor");
-  // What this library was built with: cpu_backend, opencv, cuda, cxx11_abi,
-  // and the CPU loops it runs here (cpu_geometry).
+  m.def(
+      "_warp_perspective_opencv(Tensor image, Tensor warp, SymInt[]? "
+      "dsize=None, str interpolation=\"bilinear\", str "
+      "padding_mode=\"zeros\") -> Tensor");
+  // What this library was built with: cpu_backend, cpu_default, opencv, cuda,
+  // cxx11_abi, and the CPU loops it runs here (cpu_geometry).
   m.def("_build_config() -> Dict(str, str)", &build_config);
 }

@@ -73,8 +73,10 @@ bool forward_opencv_cpu(const Problem& p,
                         const std::vector<std::array<double, 9>>& inverses,
                         at::Tensor& out);
 
-// "opencv" or "builtin": what the CPU kernel of warp_perspective uses.
+// "opencv" when this build has the OpenCV backend, else "builtin".
 const char* cpu_backend();
+// "builtin" or "opencv": the backend the public op's CPU kernel uses.
+const char* cpu_default_backend();
 // The OpenCV version compiled against, or "" without OpenCV.
 const char* opencv_version();
 // "avx512", "avx2" or "portable": the loops the built-in CPU kernel runs on

@@ -43,7 +43,20 @@ CV2_ROUNDS_FLOAT32 = Version(cv2.__version__.split("-")[0]) < Version("4.11")
 OPS = {
     "public": torch.ops.warp_perspective.warp_perspective.default,
     "builtin": torch.ops.warp_perspective._warp_perspective_builtin.default,
+    "opencv": torch.ops.warp_perspective._warp_perspective_opencv.default,
 }
+HAVE_OPENCV = warp_perspective.backend() == "opencv"
+OPENCV_DEFAULT = warp_perspective.build_config()["cpu_default"] == "opencv"
+# The public op and the two CPU backends picked per call (opencv only in a build with it).
+KINDS = ["public", "builtin", "opencv"]
+
+
+def skip_unless_runs(kind: str, device: str) -> None:
+    """Skip the per-backend CPU ops where they do not apply: CUDA, or a build without OpenCV."""
+    if kind != "public" and device == "cuda":
+        pytest.skip(f"the {kind} kernel is a CPU kernel")
+    if kind == "opencv" and not HAVE_OPENCV:
+        pytest.skip("this build has no OpenCV backend (WARP_PERSPECTIVE_OPENCV=0 or not found)")
 
 
 # ---- the reference, written from the math ----------------------------------------------
@@ -191,9 +204,8 @@ def rounds_coordinates(kind: str, device: str, dtype: torch.dtype) -> bool:
     """Whether ours or cv2 rounds source coordinates to 1/32 pixel in this comparison."""
     cv2_rounds = dtype == torch.float64 or CV2_ROUNDS_FLOAT32
     ours_rounds = (
-        kind == "public"
+        (kind == "opencv" or (kind == "public" and OPENCV_DEFAULT))
         and device == "cpu"
-        and warp_perspective.backend() == "opencv"
         and dtype != torch.float64
     )
     return cv2_rounds or ours_rounds
@@ -203,12 +215,11 @@ def rounds_coordinates(kind: str, device: str, dtype: torch.dtype) -> bool:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
 def test_matches_cv2(device, kind, dtype, interpolation, padding_mode):
-    if kind == "builtin" and device == "cuda":
-        pytest.skip("the built-in kernel is a CPU kernel")
+    skip_unless_runs(kind, device)
     g = torch.Generator().manual_seed(1234)
     for trial in range(6):
         b, c = 2, 3
@@ -258,14 +269,17 @@ def test_zero_homogeneous_coordinate_samples_the_origin_like_cv2(
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
 def test_matches_reference(device, kind, dtype, interpolation, padding_mode):
-    if kind == "builtin" and device == "cuda":
-        pytest.skip("the built-in kernel is a CPU kernel")
-    opencv_rounds = kind == "public" and device == "cpu" and dtype != torch.float64
-    if opencv_rounds and warp_perspective.backend() == "opencv" and interpolation == "bilinear":
+    skip_unless_runs(kind, device)
+    opencv_rounds = (
+        (kind == "opencv" or (kind == "public" and OPENCV_DEFAULT))
+        and device == "cpu"
+        and dtype != torch.float64
+    )
+    if opencv_rounds and interpolation == "bilinear":
         pytest.skip("the OpenCV backend rounds coordinates; covered by test_matches_cv2")
     g = torch.Generator().manual_seed(99)
     # Larger distortions than the cv2 tests: many pixels sample outside the image.
@@ -433,10 +447,9 @@ def test_layouts_agree(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_one_matrix_per_image_and_shared(device, kind):
-    if kind == "builtin" and device == "cuda":
-        pytest.skip("the built-in kernel is a CPU kernel")
+    skip_unless_runs(kind, device)
     g = torch.Generator().manual_seed(8)
     images = random_image((4, 2, 16, 16), torch.float32, g, device)
     mats = torch.stack([random_homography(g) for _ in range(4)]).to(device, torch.float32)
@@ -468,11 +481,10 @@ def test_identity_and_integer_shift_are_exact(device, dtype, interpolation, padd
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("layout", ["channels_last", "transposed", "sliced", "expanded"], ids=str)
 def test_any_strides(device, kind, layout):
-    if kind == "builtin" and device == "cuda":
-        pytest.skip("the built-in kernel is a CPU kernel")
+    skip_unless_runs(kind, device)
     g = torch.Generator().manual_seed(10)
     base = random_image((2, 3, 21, 26), torch.float32, g, device)
     if layout == "channels_last":
@@ -503,13 +515,12 @@ def test_empty_batch_and_channels(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
 def test_non_finite_pixels_stay_out_of_zero_padding(device, kind, interpolation):
     """A tap outside the image contributes exactly 0, even where a kernel reads a stand-in
     element: inf or NaN at (0, 0) must not leak into pixels that sample outside."""
-    if kind == "builtin" and device == "cuda":
-        pytest.skip("the built-in kernel is a CPU kernel")
+    skip_unless_runs(kind, device)
     image = torch.ones(1, 1, 16, 16, device=device)
     image[..., 0, 0] = float("inf")
     image[..., 0, 1] = float("nan")
@@ -518,8 +529,9 @@ def test_non_finite_pixels_stay_out_of_zero_padding(device, kind, interpolation)
     assert torch.equal(out, torch.zeros_like(out))
 
 
-@pytest.mark.parametrize("kind", ["public", "builtin"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_result_does_not_depend_on_thread_count(kind):
+    skip_unless_runs(kind, "cpu")
     g = torch.Generator().manual_seed(11)
     image = random_image((1, 2, 300, 80), torch.float32, g)
     m = random_homography(g).float()
@@ -539,6 +551,61 @@ def test_backend_reports_the_build():
     assert config["cxx11_abi"] == str(int(torch._C._GLIBCXX_USE_CXX11_ABI))
     assert (config["opencv"] != "") == (warp_perspective.backend() == "opencv")
     assert os.path.isfile(warp_perspective.library_path())
+    assert config["cpu_default"] == warp_perspective.BUILD_INFO["cpu_default"]
+    assert config["cpu_default"] in ("builtin", "opencv")
+    # OpenCV is the default only when the build asked for it (WARP_PERSPECTIVE_OPENCV=1).
+    assert HAVE_OPENCV or config["cpu_default"] == "builtin"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.uint8], ids=str)
+def test_default_backend_is_the_builtin_kernel(dtype):
+    """Whatever OpenCV the build found, the public op runs the faster built-in kernel unless
+    the build was made with WARP_PERSPECTIVE_OPENCV=1."""
+    if OPENCV_DEFAULT:
+        pytest.skip("built with WARP_PERSPECTIVE_OPENCV=1: OpenCV is this build's default")
+    g = torch.Generator().manual_seed(21)
+    image = random_image((2, 3, 29, 41), dtype, g)
+    m = torch.stack([random_homography(g) for _ in range(2)]).float()
+    for interpolation, padding_mode in MODES:
+        args = (image, m, (31, 37), interpolation, padding_mode)
+        assert torch.equal(warp(*args), OPS["builtin"](*args))
+        assert torch.equal(warp(*args, backend=None), OPS["public"](*args))
+
+
+@pytest.mark.parametrize("backend", ["builtin", "opencv"])
+def test_backend_per_call(backend):
+    """warp_perspective(..., backend=...) picks a CPU kernel per call, gradient included."""
+    skip_unless_runs(backend, "cpu")
+    g = torch.Generator().manual_seed(22)
+    image = random_image((2, 3, 19, 23), torch.float32, g).requires_grad_()
+    m = torch.stack([random_homography(g) for _ in range(2)]).float()
+    for interpolation, padding_mode in MODES:
+        out = warp(image, m, [17, 25], interpolation, padding_mode, backend=backend)
+        expected = OPS[backend](image.detach(), m, [17, 25], interpolation, padding_mode)
+        assert torch.equal(out.detach(), expected)
+        # Every backend shares the gradient: the adjoint of exact sampling.
+        (grad,) = torch.autograd.grad(out, image, torch.ones_like(out))
+        expected_grad = torch.ops.warp_perspective.warp_perspective_backward(
+            torch.ones_like(out), m, list(image.shape), interpolation, padding_mode
+        )
+        assert torch.equal(grad, expected_grad)
+
+
+def test_backend_per_call_errors():
+    image, m = torch.rand(3, 8, 8), torch.eye(3)
+    with pytest.raises(ValueError, match='backend must be None, "builtin" or "opencv", got "cv2"'):
+        warp(image, m, backend="cv2")
+    if not HAVE_OPENCV:
+        with pytest.raises(RuntimeError, match="this build has no OpenCV"):
+            warp(image, m, backend="opencv")
+
+
+@pytest.mark.parametrize("backend", ["builtin", "opencv"])
+def test_opcheck_per_backend(backend):
+    skip_unless_runs(backend, "cpu")
+    op = getattr(torch.ops.warp_perspective, f"_warp_perspective_{backend}").default
+    for args, kwargs in _samples("cpu"):
+        torch.library.opcheck(op, args, kwargs)
 
 
 def test_library_does_not_need_libpython():

@@ -1,5 +1,8 @@
-// The CPU kernel of warp_perspective: cv::warpPerspective on every (image,
-// channel) plane when the build found OpenCV, the built-in kernel otherwise.
+// The CPU kernels of warp_perspective: the public op's, which takes the
+// build's default backend (the built-in kernel unless the build was made with
+// WARP_PERSPECTIVE_OPENCV=1), and _warp_perspective_opencv, which calls
+// cv::warpPerspective on every (image, channel) plane when the build has
+// OpenCV (per call: warp_perspective(..., backend="opencv")).
 //
 // Threading: the planes, cut into bands of rows, are handed out to the threads
 // of torch's intra-op pool (cpu/parallel.h),
@@ -148,6 +151,8 @@ const char* cpu_backend() {
   return "opencv";
 }
 
+constexpr bool kHaveOpenCV = true;
+
 const char* opencv_version() {
   return CV_VERSION;
 }
@@ -164,19 +169,33 @@ const char* cpu_backend() {
   return "builtin";
 }
 
+constexpr bool kHaveOpenCV = false;
+
 const char* opencv_version() {
   return "";
 }
 
 #endif
 
+// The built-in kernel is the default: it is several times faster than
+// cv::warpPerspective called per plane (README, Benchmark). A build made with
+// WARP_PERSPECTIVE_OPENCV=1 asks for OpenCV's results instead.
+const char* cpu_default_backend() {
+#ifdef WARP_PERSPECTIVE_OPENCV_DEFAULT
+  return "opencv";
+#else
+  return "builtin";
+#endif
+}
+
 namespace {
 
-at::Tensor forward_cpu(const at::Tensor& image,
-                       const at::Tensor& warp,
-                       at::OptionalIntArrayRef dsize,
-                       c10::string_view interpolation,
-                       c10::string_view padding_mode) {
+at::Tensor forward_cpu_with(const at::Tensor& image,
+                            const at::Tensor& warp,
+                            at::OptionalIntArrayRef dsize,
+                            c10::string_view interpolation,
+                            c10::string_view padding_mode,
+                            bool use_opencv) {
   Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
   TORCH_CHECK(image.device().is_cpu(),
               "warp_perspective: the CPU kernel got tensors on ",
@@ -184,10 +203,41 @@ at::Tensor forward_cpu(const at::Tensor& image,
   const auto inverses = inverse_warps(p.warp);
   at::Tensor out = cpu::empty_output(
       {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w}, image.options());
-  if (out.numel() > 0 && !forward_opencv_cpu(p, inverses, out)) {
+  // forward_opencv_cpu declines float64 and sources too large for OpenCV:
+  // those take the built-in kernel whichever backend was asked for.
+  if (out.numel() > 0 &&
+      !(use_opencv && forward_opencv_cpu(p, inverses, out))) {
     forward_builtin_cpu(p, inverses, out);
   }
   return out.view(p.result_sizes);
+}
+
+#ifdef WARP_PERSPECTIVE_OPENCV_DEFAULT
+constexpr bool kDefaultOpenCV = true;
+#else
+constexpr bool kDefaultOpenCV = false;
+#endif
+
+at::Tensor forward_cpu(const at::Tensor& image,
+                       const at::Tensor& warp,
+                       at::OptionalIntArrayRef dsize,
+                       c10::string_view interpolation,
+                       c10::string_view padding_mode) {
+  return forward_cpu_with(
+      image, warp, dsize, interpolation, padding_mode, kDefaultOpenCV);
+}
+
+at::Tensor opencv_forward_cpu(const at::Tensor& image,
+                              const at::Tensor& warp,
+                              at::OptionalIntArrayRef dsize,
+                              c10::string_view interpolation,
+                              c10::string_view padding_mode) {
+  TORCH_CHECK(kHaveOpenCV,
+              "warp_perspective: backend=\"opencv\" was asked for, but this "
+              "build has no OpenCV; install libopencv-dev (pkg-config "
+              "opencv4) and rebuild, or use the default backend");
+  return forward_cpu_with(
+      image, warp, dsize, interpolation, padding_mode, true);
 }
 
 }  // namespace
@@ -195,4 +245,5 @@ at::Tensor forward_cpu(const at::Tensor& image,
 
 TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
   m.impl("warp_perspective", &warp_perspective::forward_cpu);
+  m.impl("_warp_perspective_opencv", &warp_perspective::opencv_forward_cpu);
 }

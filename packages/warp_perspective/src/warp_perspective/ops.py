@@ -37,6 +37,7 @@ def warp_perspective(
     dsize: Optional[List[int]] = None,  # noqa: UP006, UP045
     interpolation: str = "bilinear",
     padding_mode: str = "zeros",
+    backend: Optional[str] = None,  # noqa: UP045
 ) -> torch.Tensor:
     """Warp ``image`` by the homography ``warp``, as ``cv2.warpPerspective`` does.
 
@@ -47,25 +48,46 @@ def warp_perspective(
     dsize: (out_h, out_w), default the image's (H, W). Note the order: cv2 takes (w, h).
     interpolation: "bilinear" or "nearest". padding_mode: "zeros" (cv2.BORDER_CONSTANT
     with 0) or "border" (cv2.BORDER_REPLICATE).
+    backend: the CPU kernel; None (default) takes the build's default (``build_config()
+    ["cpu_default"]``: the built-in kernel unless built with WARP_PERSPECTIVE_OPENCV=1),
+    "builtin" the built-in kernel, "opencv" cv::warpPerspective (raises in a build without
+    OpenCV; float64 and sources over 32000 px still take the built-in kernel). CPU only:
+    CUDA tensors take None.
     Returns the image's layout with the new spatial size. Differentiable with respect to
     ``image``; scriptable with TorchScript (pass dsize as a list there).
     """
-    return torch.ops.warp_perspective.warp_perspective(
-        image, warp, dsize, interpolation, padding_mode
+    if backend is None:
+        return torch.ops.warp_perspective.warp_perspective(
+            image, warp, dsize, interpolation, padding_mode
+        )
+    if backend == "builtin":
+        return torch.ops.warp_perspective._warp_perspective_builtin(
+            image, warp, dsize, interpolation, padding_mode
+        )
+    if backend == "opencv":
+        return torch.ops.warp_perspective._warp_perspective_opencv(
+            image, warp, dsize, interpolation, padding_mode
+        )
+    raise ValueError(
+        f'warp_perspective: backend must be None, "builtin" or "opencv", got "{backend}"'
     )
 
 
 def build_config() -> dict[str, str]:
-    """What the loaded op library was built with (cpu_backend, opencv, cuda, cxx11_abi) and
-    the CPU loops it runs on this machine (cpu_geometry: "avx512", "avx2" or "portable")."""
+    """What the loaded op library was built with (cpu_backend, cpu_default, opencv, cuda,
+    cxx11_abi) and the CPU loops it runs on this machine (cpu_geometry: "avx512", "avx2"
+    or "portable")."""
     return dict(torch.ops.warp_perspective._build_config())
 
 
 def backend() -> str:
-    """The CPU backend the library was built with: "opencv" or "builtin".
+    """The CPU backends the library was built with: "opencv" (OpenCV and the built-in
+    kernel) or "builtin" (the built-in kernel only).
 
-    float64 images, and sources wider or taller than 32000 pixels, always take the built-in
-    kernel; CUDA tensors take the CUDA kernel.
+    The public op uses ``build_config()["cpu_default"]`` ("builtin" unless the build set
+    WARP_PERSPECTIVE_OPENCV=1); ``warp_perspective(..., backend="opencv")`` picks OpenCV
+    per call. float64 images, and sources wider or taller than 32000 pixels, always take
+    the built-in kernel; CUDA tensors take the CUDA kernel.
     """
     return build_config()["cpu_backend"]
 
@@ -194,9 +216,10 @@ def _warp_perspective_fake(
     return image.new_empty((*image.shape[:-2], out_h, out_w))
 
 
-# The built-in CPU kernel's op (tests and benchmarks reach it whatever the backend) has the
-# public op's checks and shapes.
+# The per-backend CPU ops (the wrapper's backend argument) have the public op's checks and
+# shapes.
 torch.library.register_fake("warp_perspective::_warp_perspective_builtin")(_warp_perspective_fake)
+torch.library.register_fake("warp_perspective::_warp_perspective_opencv")(_warp_perspective_fake)
 
 
 @torch.library.register_fake("warp_perspective::warp_perspective_backward")

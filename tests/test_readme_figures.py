@@ -9,13 +9,15 @@ rendered:
 
 and this test recomputes each figure from results.json (to the decimals shown): after
 `nox -s bench` regenerates the results, a README that quotes the old figure fails here
-instead of drifting from the report.
+instead of drifting from the report. `python tests/test_readme_figures.py --write` then
+rewrites every marked figure from results.json (the prose around it is yours to check).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,21 @@ def drifted(text: str, runs: dict) -> tuple[int, list[str]]:
     return found, problems
 
 
+def rewritten(text: str, runs: dict) -> str:
+    """``text`` with each marked figure replaced by the value results.json gives, with as
+    many significant digits as the figure had."""
+
+    def figure(match: re.Match) -> str:
+        old = match["figure"]
+        value = expected(runs, match["version"], match["key"], match["unit"])
+        whole, _, fraction = old.partition(".")
+        shift = len(whole.lstrip("0") or "0") - len(str(int(abs(value))).lstrip("0") or "0")
+        decimals = min(3, max(0, len(fraction) + shift))
+        return f"{value:.{decimals}f}" + match[0][len(old) :]
+
+    return MARKER.sub(figure, text)
+
+
 @pytest.fixture(scope="module")
 def runs() -> dict:
     return json.loads(RESULTS.read_text())["versions"]
@@ -89,7 +106,8 @@ def runs() -> dict:
 @pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_readme_figures_match_the_results(readme, runs):
     found, problems = drifted(readme.read_text(encoding="utf-8"), runs)
-    assert not problems, "\n".join(problems)
+    hint = "\n(after a bench run, `python tests/test_readme_figures.py --write` rewrites them)"
+    assert not problems, "\n".join(problems) + hint
     assert found >= REQUIRED.get(str(readme.relative_to(ROOT)), 0)
 
 
@@ -102,3 +120,27 @@ def test_a_drifted_figure_is_caught(runs):
     assert problems == [f"'{right + 1:.1f} s<!-- {key} -->': results.json says {right:.1f}"]
     _, problems = drifted("1.0x<!-- results 2.13.0+cpu: speed | a | b -->", runs)
     assert "unknown kind 'speed'" in problems[0]
+
+
+def test_rewritten_figures_match_and_keep_their_precision(runs):
+    key = "results 2.13.0+cpu: builds | add_ext | clean_build_s"
+    right = runs["2.13.0+cpu"]["builds"]["add_ext"]["clean_build_s"]
+    stale = f"built in {right * 20:.1f} s<!-- {key} --> here"
+    fresh = rewritten(stale, runs)
+    assert drifted(fresh, runs) == (1, [])
+    assert fresh.startswith("built in ") and fresh.endswith(f" s<!-- {key} --> here")
+    # Same magnitude: same decimals; an order of magnitude smaller: one more decimal.
+    assert rewritten(f"{right:.1f} s<!-- {key} -->", runs) == f"{right:.1f} s<!-- {key} -->"
+    assert rewritten(f"{right * 10:.1f} s<!-- {key} -->", runs).startswith(f"{right:.2f} s")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/test_readme_figures.py --write")
+    all_runs = json.loads(RESULTS.read_text())["versions"]
+    for readme in READMES:
+        text = readme.read_text(encoding="utf-8")
+        new = rewritten(text, all_runs)
+        if new != text:
+            readme.write_text(new, encoding="utf-8")
+            print(f"rewrote figures in {readme.relative_to(ROOT)}")

@@ -208,6 +208,13 @@ import sys, torch
 torch.ops.load_library(sys.argv[1])
 config = dict(torch.ops.warp_perspective._build_config())
 assert config["cpu_backend"] == "builtin" and config["opencv"] == "", config
+assert config["cpu_default"] == "builtin", config
+try:
+    torch.ops.warp_perspective._warp_perspective_opencv(torch.rand(1, 1, 4, 4), torch.eye(3), None, "bilinear", "zeros")
+except RuntimeError as error:
+    assert 'backend="opencv" was asked for, but this build has no OpenCV' in str(error), error
+else:
+    raise AssertionError("the OpenCV op ran in a build without OpenCV")
 g = torch.Generator().manual_seed(0)
 image = torch.rand(2, 3, 31, 45, generator=g)
 m = torch.tensor([[1.02, 0.03, -1.5], [0.01, 0.98, 2.2], [1e-4, 2e-4, 1.0]])

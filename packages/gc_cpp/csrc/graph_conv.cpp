@@ -4,7 +4,7 @@
 //
 // Registered as CompositeExplicitAutograd: they run below autograd (whose
 // kernels are in autograd.cpp), and torch.compile sees them as opaque ops with
-// the fake kernels of ops.py.
+// the Meta kernels of gc_cpp.cpp.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_convert_indices_from_coo_to_csr.h>

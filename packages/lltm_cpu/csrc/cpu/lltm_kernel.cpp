@@ -11,6 +11,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <lltm.h>
+#include <lltm_pointwise.h>
 #include <shared_build/cpu_dispatch.h>
 
 #include <algorithm>
@@ -64,6 +65,23 @@ struct Convert<c10::BFloat16> {
   }
 };
 
+// vec_math's exp, expm1 and tanh for the element math of lltm_pointwise.h:
+// branch-free, so that GCC vectorizes the loops below.
+struct VecMath {
+  template <typename T>
+  static C10_ALWAYS_INLINE T exp(T x) {
+    return vec_math::exp(x);
+  }
+  template <typename T>
+  static C10_ALWAYS_INLINE T expm1(T x) {
+    return vec_math::expm1(x);
+  }
+  template <typename T>
+  static C10_ALWAYS_INLINE T tanh(T x) {
+    return vec_math::tanh(x);
+  }
+};
+
 // ---- forward pointwise ------------------------------------------------------
 
 // One row of the batch at a time, one pass over its gates: gates is
@@ -84,15 +102,14 @@ C10_ALWAYS_INLINE void forward_rows_impl(const scalar_t* __restrict__ gates,
     const scalar_t* __restrict__ g = gates + r * 3 * state;
     const int64_t o = r * state;
     for (int64_t j = 0; j < state; ++j) {
-      const opmath_t i = vec_math::sigmoid(C::load(g[j]));
-      const opmath_t og = vec_math::sigmoid(C::load(g[state + j]));
-      const opmath_t c = vec_math::elu(C::load(g[2 * state + j]));
-      const opmath_t cell = C::load(old_cell[o + j]) + c * i;
-      new_cell[o + j] = C::store(cell);
-      new_h[o + j] = C::store(vec_math::tanh(cell) * og);
-      input_gate[o + j] = C::store(i);
-      output_gate[o + j] = C::store(og);
-      candidate[o + j] = C::store(c);
+      const Gates<opmath_t> z{
+          C::load(g[j]), C::load(g[state + j]), C::load(g[2 * state + j])};
+      const auto e = forward_element<VecMath>(z, C::load(old_cell[o + j]));
+      new_cell[o + j] = C::store(e.new_cell);
+      new_h[o + j] = C::store(e.new_h);
+      input_gate[o + j] = C::store(e.gates.input);
+      output_gate[o + j] = C::store(e.gates.output);
+      candidate[o + j] = C::store(e.gates.candidate);
     }
   }
 }
@@ -128,10 +145,8 @@ LLTM_DEFINE_FORWARD_ROWS(c10::Half)
 // ---- backward pointwise -----------------------------------------------------
 
 // d_gates (rows, 3 * state) and d_old_cell (rows, state) from the incoming
-// gradients and the saved activations; the column sums of d_gates (d_bias) are
-// added to bias_acc in acc_t. The sigmoid derivatives come from the saved
-// gates (as torch's sigmoid backward does), tanh(new_cell) is recomputed, and
-// elu's derivative comes from its pre-activation in gate_weights.
+// gradients and the saved activations (backward_element of lltm_pointwise.h);
+// the column sums of d_gates (d_bias) are added to bias_acc in acc_t.
 template <typename scalar_t, typename acc_t>
 C10_ALWAYS_INLINE void backward_rows_impl(
     const scalar_t* __restrict__ grad_h,
@@ -153,25 +168,21 @@ C10_ALWAYS_INLINE void backward_rows_impl(
     const scalar_t* __restrict__ z = gate_weights + r * 3 * state;
     scalar_t* __restrict__ dg = d_gates + r * 3 * state;
     for (int64_t j = 0; j < state; ++j) {
-      const opmath_t gh = C::load(grad_h[o + j]);
-      const opmath_t i = C::load(input_gate[o + j]);
-      const opmath_t og = C::load(output_gate[o + j]);
-      const opmath_t c = C::load(candidate[o + j]);
-      const opmath_t zc = C::load(z[2 * state + j]);
-      const opmath_t t = vec_math::tanh(C::load(new_cell[o + j]));
-      const opmath_t d_cell =
-          gh * og * (opmath_t(1) - t * t) + C::load(grad_cell[o + j]);
-      const opmath_t d_i = d_cell * c * i * (opmath_t(1) - i);
-      const opmath_t d_o = gh * t * og * (opmath_t(1) - og);
-      const opmath_t d_c =
-          d_cell * i * (zc > opmath_t(0) ? opmath_t(1) : vec_math::exp(zc));
-      d_old_cell[o + j] = C::store(d_cell);
-      dg[j] = C::store(d_i);
-      dg[state + j] = C::store(d_o);
-      dg[2 * state + j] = C::store(d_c);
-      bias_acc[j] += static_cast<acc_t>(d_i);
-      bias_acc[state + j] += static_cast<acc_t>(d_o);
-      bias_acc[2 * state + j] += static_cast<acc_t>(d_c);
+      const Gates<opmath_t> saved{C::load(input_gate[o + j]),
+                                  C::load(output_gate[o + j]),
+                                  C::load(candidate[o + j])};
+      const auto e = backward_element<VecMath>(C::load(grad_h[o + j]),
+                                               C::load(grad_cell[o + j]),
+                                               saved,
+                                               C::load(new_cell[o + j]),
+                                               C::load(z[2 * state + j]));
+      d_old_cell[o + j] = C::store(e.d_old_cell);
+      dg[j] = C::store(e.d_gates.input);
+      dg[state + j] = C::store(e.d_gates.output);
+      dg[2 * state + j] = C::store(e.d_gates.candidate);
+      bias_acc[j] += static_cast<acc_t>(e.d_gates.input);
+      bias_acc[state + j] += static_cast<acc_t>(e.d_gates.output);
+      bias_acc[2 * state + j] += static_cast<acc_t>(e.d_gates.candidate);
     }
   }
 }

@@ -261,6 +261,8 @@ namespace {
 // The fake kernels of torch.compile, torch.export and the meta device: the
 // check functions above, the ones the real kernels run (so the same
 // sentences), over symbolic sizes, then empty results of the right shapes.
+// _csr_transpose's is its composite kernel (graph_conv.cpp), which returns the
+// shapes alone for meta tensors.
 
 at::Tensor graph_conv_meta(const at::Tensor& adj,
                            const at::Tensor& x,
@@ -288,17 +290,6 @@ at::Tensor weight_grad_meta(const at::Tensor& adj,
                             const at::Tensor& grad) {
   check_weight_grad_inputs(adj, x, grad);
   return x.new_empty_symint({x.sym_size(1), grad.sym_size(1)});
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> csr_transpose_meta(
-    const at::Tensor& crow_indices,
-    const at::Tensor& col_indices,
-    const at::Tensor& values,
-    int64_t num_cols) {
-  check_csr_transpose_inputs(crow_indices, col_indices, values, num_cols);
-  return {crow_indices.new_empty({num_cols + 1}),
-          col_indices.new_empty_symint(col_indices.sym_sizes()),
-          values.new_empty_symint(values.sym_sizes())};
 }
 
 // The ops that take adj, for each layout of a meta adj: dense (Meta), sparse
@@ -337,7 +328,6 @@ TORCH_LIBRARY(gc_cpp, m) {
 
 TORCH_LIBRARY_IMPL(gc_cpp, Meta, m) {
   gc_cpp::impl_adj_meta_kernels(m);
-  m.impl("_csr_transpose", &gc_cpp::csr_transpose_meta);
 }
 TORCH_LIBRARY_IMPL(gc_cpp, SparseMeta, m) {
   gc_cpp::impl_adj_meta_kernels(m);

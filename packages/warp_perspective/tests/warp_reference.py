@@ -74,12 +74,6 @@ def reference_and_ties(
     return (result[0], ties[0]) if squeeze == 3 else (result, ties)
 
 
-def reference(
-    image: torch.Tensor,
-    matrix: torch.Tensor,
-    dsize: tuple[int, int] | None = None,
-    interpolation: str = "bilinear",
-    padding_mode: str = "zeros",
-) -> torch.Tensor:
-    """The result of reference_and_ties."""
-    return reference_and_ties(image, matrix, dsize, interpolation, padding_mode)[0]
+def reference(*args, **kwargs) -> torch.Tensor:
+    """The result of reference_and_ties (same arguments)."""
+    return reference_and_ties(*args, **kwargs)[0]

@@ -1,12 +1,69 @@
-// The LLTM's pointwise math for one element, written once for the CPU passes
-// of lltm_cpu and the CUDA kernels of lltm_cuda. Each device supplies Math, a
-// struct with static exp, expm1 and tanh for its compute type T
-// (at::opmath_type of the storage dtype); everything else is here.
+// The LLTM's pointwise math for one element, and the data pointers of a step,
+// written once for the CPU passes of lltm_cpu and the CUDA kernels of
+// lltm_cuda. Each device supplies Math, a struct with static exp, expm1 and
+// tanh for its compute type T (at::opmath_type of the storage dtype);
+// everything else is here.
 #pragma once
 
 #include <c10/macros/Macros.h>
+#include <lltm.h>
 
 namespace LLTM_NS {
+
+// Where one step's tensors are, for the pointwise passes: contiguous,
+// gate_weights and d_gates (batch, 3 * state) [input | output | candidate],
+// the rest (batch, state). Taken by value; the CPU passes hand the pointers on
+// as __restrict__ parameters, which GCC needs to vectorize.
+template <typename scalar_t>
+struct ForwardData {
+  const scalar_t* gate_weights;
+  const scalar_t* old_cell;
+  scalar_t* new_h;
+  scalar_t* new_cell;
+  scalar_t* input_gate;
+  scalar_t* output_gate;
+  scalar_t* candidate_cell;
+};
+
+template <typename scalar_t>
+struct BackwardData {
+  const scalar_t* grad_h;
+  const scalar_t* grad_cell;
+  const scalar_t* new_cell;
+  const scalar_t* input_gate;
+  const scalar_t* output_gate;
+  const scalar_t* candidate_cell;
+  const scalar_t* gate_weights;
+  scalar_t* d_old_cell;
+  scalar_t* d_gates;
+};
+
+template <typename scalar_t>
+ForwardData<scalar_t> forward_data(const Step& step) {
+  return {in<scalar_t>(step.gate_weights),
+          in<scalar_t>(step.old_cell),
+          out<scalar_t>(step.new_h),
+          out<scalar_t>(step.new_cell),
+          out<scalar_t>(step.input_gate),
+          out<scalar_t>(step.output_gate),
+          out<scalar_t>(step.candidate_cell)};
+}
+
+// d_old_cell and d_gates are the pass's results, allocated by the caller.
+template <typename scalar_t>
+BackwardData<scalar_t> backward_data(const Step& step,
+                                     const at::Tensor& d_old_cell,
+                                     const at::Tensor& d_gates) {
+  return {in<scalar_t>(step.grad_h),
+          in<scalar_t>(step.grad_cell),
+          in<scalar_t>(step.new_cell),
+          in<scalar_t>(step.input_gate),
+          in<scalar_t>(step.output_gate),
+          in<scalar_t>(step.candidate_cell),
+          in<scalar_t>(step.gate_weights),
+          out<scalar_t>(d_old_cell),
+          out<scalar_t>(d_gates)};
+}
 
 // The three activations of one element.
 template <typename T>

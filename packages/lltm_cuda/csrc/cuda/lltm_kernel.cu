@@ -52,13 +52,7 @@ struct CudaMath {
 // any batch and state size, no assumption about block multiples.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
-    lltm_forward_kernel(const scalar_t* __restrict__ gates,
-                        const scalar_t* __restrict__ old_cell,
-                        scalar_t* __restrict__ new_h,
-                        scalar_t* __restrict__ new_cell,
-                        scalar_t* __restrict__ input_gate,
-                        scalar_t* __restrict__ output_gate,
-                        scalar_t* __restrict__ candidate,
+    lltm_forward_kernel(const ForwardData<scalar_t> d,
                         int64_t n,
                         int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
@@ -69,17 +63,17 @@ __global__ void __launch_bounds__(kThreads)
        idx += stride) {
     const int64_t row = idx / state;
     const int64_t col = idx - row * state;
-    const scalar_t* g = gates + row * 3 * state;
+    const scalar_t* g = d.gate_weights + row * 3 * state;
     const Gates<opmath_t> z{static_cast<opmath_t>(g[col]),
                             static_cast<opmath_t>(g[state + col]),
                             static_cast<opmath_t>(g[2 * state + col])};
     const auto e =
-        forward_element<CudaMath>(z, static_cast<opmath_t>(old_cell[idx]));
-    new_cell[idx] = static_cast<scalar_t>(e.new_cell);
-    new_h[idx] = static_cast<scalar_t>(e.new_h);
-    input_gate[idx] = static_cast<scalar_t>(e.gates.input);
-    output_gate[idx] = static_cast<scalar_t>(e.gates.output);
-    candidate[idx] = static_cast<scalar_t>(e.gates.candidate);
+        forward_element<CudaMath>(z, static_cast<opmath_t>(d.old_cell[idx]));
+    d.new_cell[idx] = static_cast<scalar_t>(e.new_cell);
+    d.new_h[idx] = static_cast<scalar_t>(e.new_h);
+    d.input_gate[idx] = static_cast<scalar_t>(e.gates.input);
+    d.output_gate[idx] = static_cast<scalar_t>(e.gates.output);
+    d.candidate_cell[idx] = static_cast<scalar_t>(e.gates.candidate);
   }
 }
 
@@ -87,15 +81,7 @@ __global__ void __launch_bounds__(kThreads)
 // backward_element (lltm_pointwise.h) per thread and element.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
-    lltm_backward_kernel(const scalar_t* __restrict__ grad_h,
-                         const scalar_t* __restrict__ grad_cell,
-                         const scalar_t* __restrict__ new_cell,
-                         const scalar_t* __restrict__ input_gate,
-                         const scalar_t* __restrict__ output_gate,
-                         const scalar_t* __restrict__ candidate,
-                         const scalar_t* __restrict__ gate_weights,
-                         scalar_t* __restrict__ d_old_cell,
-                         scalar_t* __restrict__ d_gates,
+    lltm_backward_kernel(const BackwardData<scalar_t> d,
                          int64_t n,
                          int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
@@ -106,17 +92,18 @@ __global__ void __launch_bounds__(kThreads)
        idx += stride) {
     const int64_t row = idx / state;
     const int64_t col = idx - row * state;
-    const Gates<opmath_t> saved{static_cast<opmath_t>(input_gate[idx]),
-                                static_cast<opmath_t>(output_gate[idx]),
-                                static_cast<opmath_t>(candidate[idx])};
+    const Gates<opmath_t> saved{static_cast<opmath_t>(d.input_gate[idx]),
+                                static_cast<opmath_t>(d.output_gate[idx]),
+                                static_cast<opmath_t>(d.candidate_cell[idx])};
     const auto e = backward_element<CudaMath>(
-        static_cast<opmath_t>(grad_h[idx]),
-        static_cast<opmath_t>(grad_cell[idx]),
+        static_cast<opmath_t>(d.grad_h[idx]),
+        static_cast<opmath_t>(d.grad_cell[idx]),
         saved,
-        static_cast<opmath_t>(new_cell[idx]),
-        static_cast<opmath_t>(gate_weights[row * 3 * state + 2 * state + col]));
-    d_old_cell[idx] = static_cast<scalar_t>(e.d_old_cell);
-    scalar_t* dg = d_gates + row * 3 * state;
+        static_cast<opmath_t>(d.new_cell[idx]),
+        static_cast<opmath_t>(
+            d.gate_weights[row * 3 * state + 2 * state + col]));
+    d.d_old_cell[idx] = static_cast<scalar_t>(e.d_old_cell);
+    scalar_t* dg = d.d_gates + row * 3 * state;
     dg[col] = static_cast<scalar_t>(e.d_gates.input);
     dg[state + col] = static_cast<scalar_t>(e.d_gates.output);
     dg[2 * state + col] = static_cast<scalar_t>(e.d_gates.candidate);
@@ -145,14 +132,8 @@ void forward_pointwise(const Step& step) {
       at::kHalf, at::kBFloat16, dtype, "lltm_cuda_forward", [&] {
         // clang-format off: the launch on one line, its check on the next.
         const auto blocks = blocks_for(n);
-        const scalar_t* gates = in<scalar_t>(step.gate_weights);
-        const scalar_t* old_cell = in<scalar_t>(step.old_cell);
-        scalar_t* new_h = out<scalar_t>(step.new_h);
-        scalar_t* new_cell = out<scalar_t>(step.new_cell);
-        scalar_t* input_gate = out<scalar_t>(step.input_gate);
-        scalar_t* output_gate = out<scalar_t>(step.output_gate);
-        scalar_t* candidate = out<scalar_t>(step.candidate_cell);
-        lltm_forward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(gates, old_cell, new_h, new_cell, input_gate, output_gate, candidate, n, state);
+        const auto d = forward_data<scalar_t>(step);
+        lltm_forward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(d, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });
@@ -174,18 +155,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
       step.grad_h.scalar_type(),
       "lltm_cuda_backward",
       [&] {
-        scalar_t* d_cell = d_old_cell.mutable_data_ptr<scalar_t>();
-        scalar_t* d_g = d_gates.mutable_data_ptr<scalar_t>();
         // clang-format off: as above.
         const auto blocks = blocks_for(n);
-        const scalar_t* grad_h = in<scalar_t>(step.grad_h);
-        const scalar_t* grad_cell = in<scalar_t>(step.grad_cell);
-        const scalar_t* new_cell = in<scalar_t>(step.new_cell);
-        const scalar_t* input_gate = in<scalar_t>(step.input_gate);
-        const scalar_t* output_gate = in<scalar_t>(step.output_gate);
-        const scalar_t* candidate = in<scalar_t>(step.candidate_cell);
-        const scalar_t* gates = in<scalar_t>(step.gate_weights);
-        lltm_backward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate, gates, d_cell, d_g, n, state);
+        const auto d = backward_data<scalar_t>(step, d_old_cell, d_gates);
+        lltm_backward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(d, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });

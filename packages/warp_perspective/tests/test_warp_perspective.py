@@ -691,7 +691,7 @@ BAD_IDS = [
 @pytest.mark.parametrize("device", ["cpu", "meta", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize(("make", "kwargs", "message"), BAD_INPUTS, ids=BAD_IDS)
 def test_bad_inputs(device, make, kwargs, message):
-    # meta tensors run the fake kernel (ops.py), which must say the same as the C++ checks.
+    # meta tensors run the Meta kernel, which must say the same as the kernels' checks.
     image, m = make(device)
     with pytest.raises(RuntimeError, match=message):
         warp(image, m, **kwargs)

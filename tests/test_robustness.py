@@ -20,10 +20,15 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+
+# The LLTM names live once, in lltm_common/tests (the lltm packages' suites use them too).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lltm_common" / "tests"))
+from lltm_common.reference import FORWARD_OUTPUT_NAMES
 
 SKIPPED = dict(
     item.split("=", 1)
@@ -68,17 +73,9 @@ TENSOR_MUTATIONS = {
 }
 
 G = "g = torch.Generator().manual_seed(0)\n"
-_LLTM_BACKWARD_ARGS = (
-    "grad_h",
-    "grad_cell",
-    "new_cell",
-    "input_gate",
-    "output_gate",
-    "candidate_cell",
-    "X",
-    "gate_weights",
-    "weights",
-)
+# backward takes the two incoming gradients, what forward saved (its results after new_h)
+# and the weights.
+_LLTM_BACKWARD_ARGS = ("grad_h", "grad_cell", *FORWARD_OUTPUT_NAMES[1:], "weights")
 OPS = {
     "add_ext.add": Op(
         "add_ext",

@@ -1,9 +1,10 @@
 // The one source of the LLTM ops, compiled into both lltm_cpu and lltm_cuda.
 //
 // Each package builds these files with LLTM_NS set to its own name (its C++
-// namespace and its op namespace, see its pyproject.toml) and supplies, in its
-// own csrc/, the fused pointwise passes of its device and the TORCH_LIBRARY
-// blocks that call the registration functions below.
+// namespace and its op namespace), LLTM_DEVICE to its device (CPU or CUDA) and
+// LLTM_OTHER_DEVICE to the other one (see its pyproject.toml), and supplies, in
+// its own csrc/, the fused pointwise passes of its device, its module init and
+// kOtherDeviceHint. The TORCH_LIBRARY blocks are in lltm_ops.cpp.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -12,8 +13,8 @@
 
 #include <tuple>
 
-#ifndef LLTM_NS
-#error "LLTM_NS (lltm_cpu or lltm_cuda) is set by the package's build"
+#if !defined(LLTM_NS) || !defined(LLTM_DEVICE) || !defined(LLTM_OTHER_DEVICE)
+#error "LLTM_NS, LLTM_DEVICE and LLTM_OTHER_DEVICE come from the build"
 #endif
 #define LLTM_STRINGIFY_(x) #x
 #define LLTM_STRINGIFY(x) LLTM_STRINGIFY_(x)
@@ -22,10 +23,11 @@
 
 namespace LLTM_NS {
 
-// ---- supplied by the package: its device and its fused pointwise passes ----
-
 // The device type of the package's kernels.
-extern const c10::DeviceType kDeviceType;
+constexpr c10::DeviceType kDeviceType = c10::DeviceType::LLTM_DEVICE;
+
+// ---- supplied by the package: its fused pointwise passes and a hint ----
+
 // What a caller whose tensors are on another device type should do instead.
 extern const char* const kOtherDeviceHint;
 
@@ -64,16 +66,5 @@ void forward_pointwise(const Step& step);
 // (new_cell, the three activations, gate_weights).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
     const Step& step);
-
-// ---- registration, called from the package's TORCH_LIBRARY blocks ----
-// (the Meta and Autograd kernels register themselves, in lltm_ops.cpp and
-// lltm_autograd.cpp)
-
-// The schemas of forward, backward and _backward_pointwise.
-void define_ops(torch::Library& m);
-// The kernels of kDeviceType: checks, GEMMs through ATen, the pointwise passes.
-void impl_device_kernels(torch::Library& m);
-// For the other device type: the checks, then kOtherDeviceHint.
-void impl_other_device_kernels(torch::Library& m);
 
 }  // namespace LLTM_NS

@@ -395,8 +395,7 @@ BackwardResult backward_kernel(const Tensor& grad_h,
   return {d_old_h, d_input, d_weights, d_bias, d_old_cell};
 }
 
-}  // namespace
-
+// The schemas of forward, backward and _backward_pointwise.
 void define_ops(torch::Library& m) {
   m.def(
       "forward(Tensor input, Tensor weights, Tensor bias, Tensor old_h, "
@@ -421,20 +420,36 @@ void define_ops(torch::Library& m) {
       {at::Tag::pt2_compliant_tag});
 }
 
+// The kernels of kDeviceType: checks, GEMMs through ATen, the pointwise passes.
 void impl_device_kernels(torch::Library& m) {
   m.impl("forward", &forward_kernel<Run::kDevice>);
   m.impl("backward", &backward_kernel<Run::kDevice>);
   m.impl("_backward_pointwise", &backward_pointwise_kernel<Run::kDevice>);
 }
 
+// For the other device type: the checks, then kOtherDeviceHint.
 void impl_other_device_kernels(torch::Library& m) {
   m.impl("forward", &forward_kernel<Run::kOtherDevice>);
   m.impl("backward", &backward_kernel<Run::kOtherDevice>);
   m.impl("_backward_pointwise", &backward_pointwise_kernel<Run::kOtherDevice>);
 }
 
+}  // namespace
 }  // namespace LLTM_NS
 
+// TORCH_LIBRARY pastes its namespace argument into names unexpanded; one more
+// macro level turns LLTM_NS into the package's name first.
+#define LLTM_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
+LLTM_LIBRARY(LLTM_NS, m) {
+  LLTM_NS::define_ops(m);
+}
+#undef LLTM_LIBRARY
+TORCH_LIBRARY_IMPL(LLTM_NS, LLTM_DEVICE, m) {
+  LLTM_NS::impl_device_kernels(m);
+}
+TORCH_LIBRARY_IMPL(LLTM_NS, LLTM_OTHER_DEVICE, m) {
+  LLTM_NS::impl_other_device_kernels(m);
+}
 TORCH_LIBRARY_IMPL(LLTM_NS, Meta, m) {
   using LLTM_NS::Run;
   m.impl("forward", &LLTM_NS::forward_kernel<Run::kMeta>);

@@ -1,5 +1,6 @@
-// The gc_cpp operator library: the ops' schemas, their input checks, and the
-// Python module.
+// The gc_cpp operator library: the ops' schemas, their input checks, their
+// Meta kernels (the fake kernels, which run the same checks), and the Python
+// module.
 #include "gc_cpp.h"
 
 #include <c10/util/StringUtil.h>
@@ -254,6 +255,52 @@ void check_csr_transpose_inputs(const at::Tensor& crow_indices,
   TORCH_CHECK(num_cols >= 0, op, ": num_cols must be >= 0, got ", num_cols);
 }
 
+namespace {
+
+// ---- Meta kernels -----------------------------------------------------------
+// The fake kernels of torch.compile, torch.export and the meta device: the
+// check functions above, the ones the real kernels run (so the same
+// sentences), over symbolic sizes, then empty results of the right shapes.
+// _csr_transpose's is its composite kernel (graph_conv.cpp), which returns the
+// shapes alone for meta tensors.
+
+at::Tensor graph_conv_meta(const at::Tensor& adj,
+                           const at::Tensor& x,
+                           const at::Tensor& weight,
+                           const std::optional<at::Tensor>& bias) {
+  check_graph_conv_inputs("gc_cpp.graph_conv", adj, x, weight, bias);
+  return x.new_empty_symint({adj.sym_size(0), weight.sym_size(1)});
+}
+
+std::tuple<at::Tensor, at::Tensor> graph_conv_forward_meta(
+    const at::Tensor& adj,
+    const at::Tensor& x,
+    const at::Tensor& weight,
+    const std::optional<at::Tensor>& bias) {
+  at::Tensor out = graph_conv_meta(adj, x, weight, bias);
+  // The intermediate of the order the real kernel picks.
+  if (x_weight_first(weight.sym_size(0), weight.sym_size(1))) {
+    return {out, x.new_empty_symint({x.sym_size(0), weight.sym_size(1)})};
+  }
+  return {out, x.new_empty_symint({adj.sym_size(0), x.sym_size(1)})};
+}
+
+at::Tensor weight_grad_meta(const at::Tensor& adj,
+                            const at::Tensor& x,
+                            const at::Tensor& grad) {
+  check_weight_grad_inputs(adj, x, grad);
+  return x.new_empty_symint({x.sym_size(1), grad.sym_size(1)});
+}
+
+// The ops that take adj, for each layout of a meta adj: dense (Meta), sparse
+// COO (SparseMeta) and sparse CSR (SparseCsrMeta).
+void impl_adj_meta_kernels(torch::Library& m) {
+  m.impl("graph_conv", &graph_conv_meta);
+  m.impl("_graph_conv_forward", &graph_conv_forward_meta);
+  m.impl("weight_grad", &weight_grad_meta);
+}
+
+}  // namespace
 }  // namespace gc_cpp
 
 TORCH_LIBRARY(gc_cpp, m) {
@@ -277,4 +324,14 @@ TORCH_LIBRARY(gc_cpp, m) {
       "_csr_transpose(Tensor crow_indices, Tensor col_indices, Tensor values, "
       "int num_cols) -> (Tensor, Tensor, Tensor)",
       {at::Tag::pt2_compliant_tag});
+}
+
+TORCH_LIBRARY_IMPL(gc_cpp, Meta, m) {
+  gc_cpp::impl_adj_meta_kernels(m);
+}
+TORCH_LIBRARY_IMPL(gc_cpp, SparseMeta, m) {
+  gc_cpp::impl_adj_meta_kernels(m);
+}
+TORCH_LIBRARY_IMPL(gc_cpp, SparseCsrMeta, m) {
+  gc_cpp::impl_adj_meta_kernels(m);
 }

@@ -4,7 +4,7 @@
 //
 // Registered as CompositeExplicitAutograd: they run below autograd (whose
 // kernels are in autograd.cpp), and torch.compile sees them as opaque ops with
-// the fake kernels of ops.py.
+// the Meta kernels of gc_cpp.cpp.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_convert_indices_from_coo_to_csr.h>
@@ -92,14 +92,22 @@ at::Tensor weight_grad(const at::Tensor& adj,
   return at::mm(at::mm(adj_for_products(adj), x).t(), grad);
 }
 
-// Any device: stable sort of the column indices. The CPU kernel
-// (cpu/csr_transpose_kernel.cpp) does the same in one counting pass.
+// Any device: stable sort of the column indices (on the meta device, the
+// shapes alone). The CPU kernel (cpu/csr_transpose_kernel.cpp) does the same
+// in one counting pass.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> csr_transpose_composite(
     const at::Tensor& crow_indices,
     const at::Tensor& col_indices,
     const at::Tensor& values,
     int64_t num_cols) {
   check_csr_transpose_inputs(crow_indices, col_indices, values, num_cols);
+  if (values.is_meta()) {
+    // The fake kernel (the Meta registration below): the shapes, over symbolic
+    // sizes, which the index conversions below do not take.
+    return {crow_indices.new_empty({num_cols + 1}),
+            col_indices.new_empty_symint(col_indices.sym_sizes()),
+            values.new_empty_symint(values.sym_sizes())};
+  }
   const bool int32 = col_indices.scalar_type() == at::kInt;
   const at::Tensor row =
       at::_convert_indices_from_csr_to_coo(crow_indices, col_indices, int32)
@@ -118,5 +126,9 @@ TORCH_LIBRARY_IMPL(gc_cpp, CompositeExplicitAutograd, m) {
   m.impl("graph_conv", &gc_cpp::graph_conv);
   m.impl("_graph_conv_forward", &gc_cpp::graph_conv_forward_impl);
   m.impl("weight_grad", &gc_cpp::weight_grad);
+  m.impl("_csr_transpose", &gc_cpp::csr_transpose_composite);
+}
+
+TORCH_LIBRARY_IMPL(gc_cpp, Meta, m) {
   m.impl("_csr_transpose", &gc_cpp::csr_transpose_composite);
 }

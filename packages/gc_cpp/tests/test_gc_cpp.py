@@ -480,7 +480,7 @@ def test_bad_inputs_fake_kernel_says_the_same(case):
         gc_cpp.graph_conv(*args)
     meta = [None if t is None else t.to("meta") for t in args]
     with pytest.raises(RuntimeError) as fake:
-        gc_cpp.graph_conv(*meta)  # meta tensors run the fake kernel (ops.py)
+        gc_cpp.graph_conv(*meta)  # meta tensors run the Meta kernel (csrc/gc_cpp.cpp)
     assert str(fake.value) == str(cpp.value)
     # and under FakeTensorMode, as torch.compile traces it
     from torch._subclasses.fake_tensor import FakeTensorMode

@@ -1,5 +1,6 @@
 // The warp_perspective operator library: the op schemas, the input checks
-// every kernel runs first, and the host-side inversion of the matrices.
+// every kernel runs first (and the Meta kernels, the fake ones, too), and the
+// host-side inversion of the matrices.
 //
 // Built as a plain shared library (no Python module, no libpython): Python
 // loads it with torch.ops.load_library, a C++ program links it, and in both
@@ -8,6 +9,9 @@
 
 #include <ATen/core/Dict.h>
 #include <ATen/ops/empty.h>
+#include <c10/core/SymBool.h>
+#include <c10/core/SymInt.h>
+#include <c10/core/SymIntArrayRef.h>
 #include <c10/util/irange.h>
 #include <torch/library.h>
 
@@ -57,11 +61,11 @@ void check_warp(const at::Tensor& x,
   TORCH_CHECK(warp.layout() == at::kStrided,
               "warp_perspective: warp must be a dense (strided) tensor, got ",
               warp.layout());
-  TORCH_CHECK((warp.dim() == 2 || warp.dim() == 3) && warp.size(-1) == 3 &&
-                  warp.size(-2) == 3,
+  TORCH_CHECK((warp.dim() == 2 || warp.dim() == 3) && warp.sym_size(-1) == 3 &&
+                  warp.sym_size(-2) == 3,
               "warp_perspective: warp must be a 3x3 matrix or a batch of "
               "them (B, 3, 3), got shape ",
-              warp.sizes());
+              warp.sym_sizes());
   TORCH_CHECK(x.device() == warp.device(),
               "warp_perspective: ",
               x_name,
@@ -91,19 +95,19 @@ void check_warp(const at::Tensor& x,
                 x_name,
                 ".dtype))");
   }
-  const int64_t batch = x.dim() == 4 ? x.size(0) : 1;
+  const c10::SymInt batch = x.dim() == 4 ? x.sym_size(0) : c10::SymInt(1);
   if (warp.dim() == 3) {
-    TORCH_CHECK(warp.size(0) == batch,
+    TORCH_CHECK(warp.sym_size(0) == batch,
                 "warp_perspective: batch sizes differ: warp holds ",
-                warp.size(0),
+                warp.sym_size(0),
                 " matrices (shape ",
-                warp.sizes(),
+                warp.sym_sizes(),
                 ") but ",
                 x_name,
                 " has batch size ",
                 batch,
                 " (shape ",
-                x.sizes(),
+                x.sym_sizes(),
                 "); pass one matrix per image, or a single (3, 3) matrix "
                 "for all of them");
   }
@@ -122,7 +126,28 @@ void check_image(const at::Tensor& x, const char* name) {
               " must be (H, W), (C, H, W) or (B, C, H, W), got a ",
               x.dim(),
               "-D tensor of shape ",
-              x.sizes());
+              x.sym_sizes());
+}
+
+// Whether sizes (element counts along each dimension) times element_size
+// bytes stay below 2^62: in double when the sizes are known (their product
+// may overflow int64), as a deferred runtime assert when they are symbolic.
+bool fits_in_a_tensor(c10::SymIntArrayRef sizes, int64_t element_size) {
+  double bytes = static_cast<double>(element_size);
+  bool known = true;
+  for (const c10::SymInt& size : sizes) {
+    const auto value = size.maybe_as_int();
+    known = known && value.has_value();
+    bytes *= value.has_value() ? static_cast<double>(*value) : 1.0;
+  }
+  if (known) {
+    return bytes < 0x1p62;
+  }
+  c10::SymInt symbolic(element_size);
+  for (const c10::SymInt& size : sizes) {
+    symbolic = symbolic * size;
+  }
+  return symbolic.sym_lt(int64_t{1} << 62).expect_true(__FILE__, __LINE__);
 }
 
 at::Tensor as_bchw(const at::Tensor& x) {
@@ -140,27 +165,26 @@ std::string format_matrix(const double* m) {
   return s.str();
 }
 
-}  // namespace
-
-Problem check_forward(const at::Tensor& image,
-                      const at::Tensor& warp,
-                      at::OptionalIntArrayRef dsize,
-                      c10::string_view interpolation,
-                      c10::string_view padding_mode) {
+// The checks of check_forward and check_backward alone, over symbolic sizes:
+// the Meta kernels at the end of this file run them too.
+void check_forward_args(const at::Tensor& image,
+                        const at::Tensor& warp,
+                        at::OptionalSymIntArrayRef dsize,
+                        c10::string_view interpolation,
+                        c10::string_view padding_mode) {
   check_image(image, "image");
   const auto dtype = image.scalar_type();
   TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kByte,
               "warp_perspective: image dtype must be float32, float64 or "
               "uint8, got ",
               dtype);
-  TORCH_CHECK(image.size(-1) > 0 && image.size(-2) > 0,
+  TORCH_CHECK(image.sym_size(-1) > 0 && image.sym_size(-2) > 0,
               "warp_perspective: image must have at least one pixel, got "
               "shape ",
-              image.sizes());
+              image.sym_sizes());
   check_warp(image, "image", warp);
-  Problem p;
-  p.interpolation = parse_interpolation(interpolation);
-  p.padding = parse_padding(padding_mode);
+  parse_interpolation(interpolation);
+  parse_padding(padding_mode);
   if (dsize.has_value()) {
     const auto d = *dsize;
     TORCH_CHECK(d.size() == 2 && d[0] > 0 && d[1] > 0,
@@ -169,11 +193,9 @@ Problem check_forward(const at::Tensor& image,
                 d);
     // A result whose byte size overflows int64 fails in the allocator with a
     // message that does not say where the size came from.
-    const double planes = static_cast<double>(image.numel()) /
-                          static_cast<double>(image.size(-1) * image.size(-2));
-    TORCH_CHECK(static_cast<double>(d[0]) * static_cast<double>(d[1]) * planes *
-                        static_cast<double>(image.element_size()) <
-                    0x1p62,
+    const c10::SymInt planes =
+        image.sym_numel() / (image.sym_size(-1) * image.sym_size(-2));
+    TORCH_CHECK(fits_in_a_tensor({d[0], d[1], planes}, image.element_size()),
                 "warp_perspective: dsize ",
                 d,
                 " makes an output of ",
@@ -183,12 +205,59 @@ Problem check_forward(const at::Tensor& image,
                 " x ",
                 d[1],
                 " pixels, more bytes than a tensor can hold");
-    p.dst_h = d[0];
-    p.dst_w = d[1];
-  } else {
-    p.dst_h = image.size(-2);
-    p.dst_w = image.size(-1);
   }
+}
+
+void check_backward_args(const at::Tensor& grad_output,
+                         const at::Tensor& warp,
+                         c10::SymIntArrayRef image_size,
+                         c10::string_view interpolation,
+                         c10::string_view padding_mode) {
+  check_image(grad_output, "grad_output");
+  const auto dtype = grad_output.scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble,
+              "warp_perspective_backward: grad_output dtype must be float32 "
+              "or float64, got ",
+              dtype);
+  const int64_t dim = grad_output.dim();
+  bool same_lead = static_cast<int64_t>(image_size.size()) == dim;
+  for (int64_t i = 0; same_lead && i < dim - 2; ++i) {
+    same_lead = image_size[i] == grad_output.sym_size(i);
+  }
+  TORCH_CHECK(same_lead && image_size[dim - 2] > 0 && image_size[dim - 1] > 0,
+              "warp_perspective_backward: image_size ",
+              image_size,
+              " does not fit grad_output of shape ",
+              grad_output.sym_sizes(),
+              " (same rank and leading dims, positive H and W)");
+  TORCH_CHECK(fits_in_a_tensor(image_size, grad_output.element_size()),
+              "warp_perspective_backward: image_size ",
+              image_size,
+              " is more bytes than a tensor can hold");
+  check_warp(grad_output, "grad_output", warp);
+  parse_interpolation(interpolation);
+  parse_padding(padding_mode);
+}
+
+}  // namespace
+
+Problem check_forward(const at::Tensor& image,
+                      const at::Tensor& warp,
+                      at::OptionalIntArrayRef dsize,
+                      c10::string_view interpolation,
+                      c10::string_view padding_mode) {
+  check_forward_args(image,
+                     warp,
+                     dsize.has_value() ? at::OptionalSymIntArrayRef(
+                                             c10::fromIntArrayRefSlow(*dsize))
+                                       : at::OptionalSymIntArrayRef(),
+                     interpolation,
+                     padding_mode);
+  Problem p;
+  p.interpolation = parse_interpolation(interpolation);
+  p.padding = parse_padding(padding_mode);
+  p.dst_h = dsize.has_value() ? (*dsize)[0] : image.size(-2);
+  p.dst_w = dsize.has_value() ? (*dsize)[1] : image.size(-1);
   p.src_h = image.size(-2);
   p.src_w = image.size(-1);
   p.input = as_bchw(image);
@@ -204,32 +273,12 @@ Problem check_backward(const at::Tensor& grad_output,
                        at::IntArrayRef image_size,
                        c10::string_view interpolation,
                        c10::string_view padding_mode) {
-  check_image(grad_output, "grad_output");
-  const auto dtype = grad_output.scalar_type();
-  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble,
-              "warp_perspective_backward: grad_output dtype must be float32 "
-              "or float64, got ",
-              dtype);
+  check_backward_args(grad_output,
+                      warp,
+                      c10::fromIntArrayRefSlow(image_size),
+                      interpolation,
+                      padding_mode);
   const int64_t dim = grad_output.dim();
-  bool same_lead = static_cast<int64_t>(image_size.size()) == dim;
-  for (int64_t i = 0; same_lead && i < dim - 2; ++i) {
-    same_lead = image_size[i] == grad_output.size(i);
-  }
-  TORCH_CHECK(same_lead && image_size[dim - 2] > 0 && image_size[dim - 1] > 0,
-              "warp_perspective_backward: image_size ",
-              image_size,
-              " does not fit grad_output of shape ",
-              grad_output.sizes(),
-              " (same rank and leading dims, positive H and W)");
-  double image_bytes = static_cast<double>(grad_output.element_size());
-  for (const int64_t size : image_size) {
-    image_bytes *= static_cast<double>(size);
-  }
-  TORCH_CHECK(image_bytes < 0x1p62,
-              "warp_perspective_backward: image_size ",
-              image_size,
-              " is more bytes than a tensor can hold");
-  check_warp(grad_output, "grad_output", warp);
   Problem p;
   p.interpolation = parse_interpolation(interpolation);
   p.padding = parse_padding(padding_mode);
@@ -292,13 +341,39 @@ c10::Dict<std::string, std::string> build_config() {
   return config;
 }
 
+// ---- Meta kernels -----------------------------------------------------------
+// The fake kernels of torch.compile, torch.export and the meta device: the
+// kernels' own checks over symbolic sizes, then an empty result of the shape.
+// The one check that needs values (an invertible warp) cannot run here.
+
+at::Tensor forward_meta(const at::Tensor& image,
+                        const at::Tensor& warp,
+                        at::OptionalSymIntArrayRef dsize,
+                        c10::string_view interpolation,
+                        c10::string_view padding_mode) {
+  warp_perspective::check_forward_args(
+      image, warp, dsize, interpolation, padding_mode);
+  std::vector<c10::SymInt> sizes = image.sym_sizes().vec();
+  if (dsize.has_value()) {
+    sizes[sizes.size() - 2] = (*dsize)[0];
+    sizes[sizes.size() - 1] = (*dsize)[1];
+  }
+  return image.new_empty_symint(sizes);
+}
+
+at::Tensor backward_meta(const at::Tensor& grad_output,
+                         const at::Tensor& warp,
+                         c10::SymIntArrayRef image_size,
+                         c10::string_view interpolation,
+                         c10::string_view padding_mode) {
+  warp_perspective::check_backward_args(
+      grad_output, warp, image_size, interpolation, padding_mode);
+  return grad_output.new_empty_symint(image_size);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(warp_perspective, m) {
-  // The fake (meta) kernels are Python functions in warp_perspective.ops; a
-  // process that loaded only this library is told to import that module
-  // when torch.compile or torch.export needs them.
-  m.set_python_module("warp_perspective.ops");
   m.def(
       "warp_perspective(Tensor image, Tensor warp, SymInt[]? dsize=None, "
       "str interpolation=\"bilinear\", str padding_mode=\"zeros\") -> Tensor",
@@ -324,4 +399,11 @@ TORCH_LIBRARY(warp_perspective, m) {
   // What this library was built with: cpu_backend, cpu_default, opencv, cuda,
   // cxx11_abi, and the CPU loops it runs here (cpu_geometry).
   m.def("_build_config() -> Dict(str, str)", &build_config);
+}
+
+TORCH_LIBRARY_IMPL(warp_perspective, Meta, m) {
+  m.impl("warp_perspective", &forward_meta);
+  m.impl("_warp_perspective_builtin", &forward_meta);
+  m.impl("_warp_perspective_opencv", &forward_meta);
+  m.impl("warp_perspective_backward", &backward_meta);
 }

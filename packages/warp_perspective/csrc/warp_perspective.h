@@ -37,7 +37,9 @@ struct Problem {
 
 // Checks the arguments of warp_perspective (dims, sizes, dtypes, devices,
 // dsize, mode strings) and returns them normalised. Throws c10::Error
-// (RuntimeError in Python) with a sentence naming the offending values.
+// (RuntimeError in Python) with a sentence naming the offending values. The
+// Meta kernels (the fake kernels of torch.compile and torch.export) run the
+// same checks over symbolic sizes.
 Problem check_forward(const at::Tensor& image,
                       const at::Tensor& warp,
                       at::OptionalIntArrayRef dsize,

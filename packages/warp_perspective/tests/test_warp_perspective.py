@@ -24,6 +24,7 @@ import itertools
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -32,6 +33,10 @@ from torch.testing import assert_close
 
 import warp_perspective
 from warp_perspective import warp_perspective as warp
+
+# The reference, written from the math, is beside this file (the property tests use it too).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from warp_reference import reference
 
 cv2 = pytest.importorskip("cv2")
 
@@ -59,67 +64,7 @@ def skip_unless_runs(kind: str, device: str) -> None:
         pytest.skip("this build has no OpenCV backend (WARP_PERSPECTIVE_OPENCV=0 or not found)")
 
 
-# ---- the reference, written from the math ----------------------------------------------
-
-
-def reference(
-    image: torch.Tensor,
-    matrix: torch.Tensor,
-    dsize: tuple[int, int] | None = None,
-    interpolation: str = "bilinear",
-    padding_mode: str = "zeros",
-) -> torch.Tensor:
-    """Destination pixel (x, y) samples the source at M^-1 (x, y, 1) (pixel centres at
-    integers, w = 0 mapped to (0, 0) as OpenCV does); bilinear weights from the fractional
-    parts, taps outside the image read 0 ("zeros") or the nearest edge pixel ("border");
-    nearest rounds half to even. In float64, rounded once to the image's dtype."""
-    squeeze = image.dim()
-    x = image.double().cpu()
-    if squeeze == 2:
-        x = x[None, None]
-    elif squeeze == 3:
-        x = x[None]
-    b, c, h, w = x.shape
-    out_h, out_w = dsize if dsize is not None else (h, w)
-    mats = matrix.double().cpu().reshape(-1, 3, 3).expand(b, 3, 3)
-    ys, xs = torch.meshgrid(
-        torch.arange(out_h, dtype=torch.float64),
-        torch.arange(out_w, dtype=torch.float64),
-        indexing="ij",
-    )
-    result = torch.zeros(b, c, out_h, out_w, dtype=torch.float64)
-    for i in range(b):
-        inv = torch.linalg.inv(mats[i])
-        den = inv[2, 0] * xs + inv[2, 1] * ys + inv[2, 2]
-        den = torch.where(den != 0, 1 / den, torch.zeros_like(den))
-        sx = (inv[0, 0] * xs + inv[0, 1] * ys + inv[0, 2]) * den
-        sy = (inv[1, 0] * xs + inv[1, 1] * ys + inv[1, 2]) * den
-
-        def tap(ix, iy, weight, i=i):
-            inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-            if padding_mode == "border":
-                ix, iy, inside = ix.clamp(0, w - 1), iy.clamp(0, h - 1), torch.ones_like(inside)
-            values = x[i][:, iy.clamp(0, h - 1), ix.clamp(0, w - 1)]
-            return torch.where(inside, weight * values, torch.zeros_like(values))
-
-        if interpolation == "nearest":
-            result[i] = tap(torch.round(sx).long(), torch.round(sy).long(), 1.0)
-        else:
-            fx, fy = torch.floor(sx), torch.floor(sy)
-            ax, ay = sx - fx, sy - fy
-            x0, y0 = fx.long(), fy.long()
-            result[i] = (
-                tap(x0, y0, (1 - ax) * (1 - ay))
-                + tap(x0 + 1, y0, ax * (1 - ay))
-                + tap(x0, y0 + 1, (1 - ax) * ay)
-                + tap(x0 + 1, y0 + 1, ax * ay)
-            )
-    if image.dtype == torch.uint8:
-        result = torch.floor(result + 0.5).clamp(0, 255)
-    result = result.to(image.dtype)
-    if squeeze == 2:
-        return result[0, 0]
-    return result[0] if squeeze == 3 else result
+# ---- how close the kernels come to the reference ---------------------------------------
 
 
 def reference_tolerance(dtype: torch.dtype) -> dict[str, float]:
@@ -813,7 +758,7 @@ BAD_IDS = [
 @pytest.mark.parametrize("device", ["cpu", "meta", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize(("make", "kwargs", "message"), BAD_INPUTS, ids=BAD_IDS)
 def test_bad_inputs(device, make, kwargs, message):
-    # meta tensors run the fake kernel (ops.py), which must say the same as the C++ checks.
+    # meta tensors run the Meta kernel, which must say the same as the kernels' checks.
     image, m = make(device)
     with pytest.raises(RuntimeError, match=message):
         warp(image, m, **kwargs)

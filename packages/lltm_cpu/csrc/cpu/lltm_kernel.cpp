@@ -11,6 +11,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <lltm.h>
+#include <lltm_pointwise.h>
 #include <shared_build/cpu_dispatch.h>
 
 #include <algorithm>
@@ -64,10 +65,28 @@ struct Convert<c10::BFloat16> {
   }
 };
 
+// vec_math's exp, expm1 and tanh for the element math of lltm_pointwise.h:
+// branch-free, so that GCC vectorizes the loops below.
+struct VecMath {
+  template <typename T>
+  static C10_ALWAYS_INLINE T exp(T x) {
+    return vec_math::exp(x);
+  }
+  template <typename T>
+  static C10_ALWAYS_INLINE T expm1(T x) {
+    return vec_math::expm1(x);
+  }
+  template <typename T>
+  static C10_ALWAYS_INLINE T tanh(T x) {
+    return vec_math::tanh(x);
+  }
+};
+
 // ---- forward pointwise ------------------------------------------------------
 
-// One row of the batch at a time, one pass over its gates: gates is
-// (rows, 3 * state) [input | output | candidate], the rest (rows, state).
+// Rows [begin, end) of the batch, one row at a time, one pass over its gates.
+// The pointers are __restrict__ parameters, not struct members: GCC vectorizes
+// the loop only when it knows the tensors do not overlap.
 template <typename scalar_t>
 C10_ALWAYS_INLINE void forward_rows_impl(const scalar_t* __restrict__ gates,
                                          const scalar_t* __restrict__ old_cell,
@@ -76,47 +95,41 @@ C10_ALWAYS_INLINE void forward_rows_impl(const scalar_t* __restrict__ gates,
                                          scalar_t* __restrict__ input_gate,
                                          scalar_t* __restrict__ output_gate,
                                          scalar_t* __restrict__ candidate,
-                                         int64_t rows,
+                                         int64_t begin,
+                                         int64_t end,
                                          int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
   using C = Convert<scalar_t>;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     const scalar_t* __restrict__ g = gates + r * 3 * state;
     const int64_t o = r * state;
     for (int64_t j = 0; j < state; ++j) {
-      const opmath_t i = vec_math::sigmoid(C::load(g[j]));
-      const opmath_t og = vec_math::sigmoid(C::load(g[state + j]));
-      const opmath_t c = vec_math::elu(C::load(g[2 * state + j]));
-      const opmath_t cell = C::load(old_cell[o + j]) + c * i;
-      new_cell[o + j] = C::store(cell);
-      new_h[o + j] = C::store(vec_math::tanh(cell) * og);
-      input_gate[o + j] = C::store(i);
-      output_gate[o + j] = C::store(og);
-      candidate[o + j] = C::store(c);
+      const Gates<opmath_t> z{
+          C::load(g[j]), C::load(g[state + j]), C::load(g[2 * state + j])};
+      const auto e = forward_element<VecMath>(z, C::load(old_cell[o + j]));
+      new_cell[o + j] = C::store(e.new_cell);
+      new_h[o + j] = C::store(e.new_h);
+      input_gate[o + j] = C::store(e.gates.input);
+      output_gate[o + j] = C::store(e.gates.output);
+      candidate[o + j] = C::store(e.gates.candidate);
     }
   }
 }
 
 // target_clones does not apply to templates: one named leaf per dtype.
-#define LLTM_DEFINE_FORWARD_ROWS(scalar_t)                            \
-  SHARED_BUILD_CPU_CLONES void forward_rows(const scalar_t* gates,    \
-                                            const scalar_t* old_cell, \
-                                            scalar_t* new_h,          \
-                                            scalar_t* new_cell,       \
-                                            scalar_t* input_gate,     \
-                                            scalar_t* output_gate,    \
-                                            scalar_t* candidate,      \
-                                            int64_t rows,             \
-                                            int64_t state) {          \
-    forward_rows_impl<scalar_t>(gates,                                \
-                                old_cell,                             \
-                                new_h,                                \
-                                new_cell,                             \
-                                input_gate,                           \
-                                output_gate,                          \
-                                candidate,                            \
-                                rows,                                 \
-                                state);                               \
+#define LLTM_DEFINE_FORWARD_ROWS(scalar_t)                                  \
+  SHARED_BUILD_CPU_CLONES void forward_rows(                                \
+      ForwardData<scalar_t> d, int64_t begin, int64_t end, int64_t state) { \
+    forward_rows_impl<scalar_t>(d.gate_weights,                             \
+                                d.old_cell,                                 \
+                                d.new_h,                                    \
+                                d.new_cell,                                 \
+                                d.input_gate,                               \
+                                d.output_gate,                              \
+                                d.candidate_cell,                           \
+                                begin,                                      \
+                                end,                                        \
+                                state);                                     \
   }
 
 LLTM_DEFINE_FORWARD_ROWS(float)
@@ -128,10 +141,8 @@ LLTM_DEFINE_FORWARD_ROWS(c10::Half)
 // ---- backward pointwise -----------------------------------------------------
 
 // d_gates (rows, 3 * state) and d_old_cell (rows, state) from the incoming
-// gradients and the saved activations; the column sums of d_gates (d_bias) are
-// added to bias_acc in acc_t. The sigmoid derivatives come from the saved
-// gates (as torch's sigmoid backward does), tanh(new_cell) is recomputed, and
-// elu's derivative comes from its pre-activation in gate_weights.
+// gradients and the saved activations (backward_element of lltm_pointwise.h);
+// the column sums of d_gates (d_bias) are added to bias_acc in acc_t.
 template <typename scalar_t, typename acc_t>
 C10_ALWAYS_INLINE void backward_rows_impl(
     const scalar_t* __restrict__ grad_h,
@@ -144,64 +155,56 @@ C10_ALWAYS_INLINE void backward_rows_impl(
     scalar_t* __restrict__ d_old_cell,
     scalar_t* __restrict__ d_gates,
     acc_t* __restrict__ bias_acc,
-    int64_t rows,
+    int64_t begin,
+    int64_t end,
     int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
   using C = Convert<scalar_t>;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     const int64_t o = r * state;
     const scalar_t* __restrict__ z = gate_weights + r * 3 * state;
     scalar_t* __restrict__ dg = d_gates + r * 3 * state;
     for (int64_t j = 0; j < state; ++j) {
-      const opmath_t gh = C::load(grad_h[o + j]);
-      const opmath_t i = C::load(input_gate[o + j]);
-      const opmath_t og = C::load(output_gate[o + j]);
-      const opmath_t c = C::load(candidate[o + j]);
-      const opmath_t zc = C::load(z[2 * state + j]);
-      const opmath_t t = vec_math::tanh(C::load(new_cell[o + j]));
-      const opmath_t d_cell =
-          gh * og * (opmath_t(1) - t * t) + C::load(grad_cell[o + j]);
-      const opmath_t d_i = d_cell * c * i * (opmath_t(1) - i);
-      const opmath_t d_o = gh * t * og * (opmath_t(1) - og);
-      const opmath_t d_c =
-          d_cell * i * (zc > opmath_t(0) ? opmath_t(1) : vec_math::exp(zc));
-      d_old_cell[o + j] = C::store(d_cell);
-      dg[j] = C::store(d_i);
-      dg[state + j] = C::store(d_o);
-      dg[2 * state + j] = C::store(d_c);
-      bias_acc[j] += static_cast<acc_t>(d_i);
-      bias_acc[state + j] += static_cast<acc_t>(d_o);
-      bias_acc[2 * state + j] += static_cast<acc_t>(d_c);
+      const Gates<opmath_t> saved{C::load(input_gate[o + j]),
+                                  C::load(output_gate[o + j]),
+                                  C::load(candidate[o + j])};
+      const auto e = backward_element<VecMath>(C::load(grad_h[o + j]),
+                                               C::load(grad_cell[o + j]),
+                                               saved,
+                                               C::load(new_cell[o + j]),
+                                               C::load(z[2 * state + j]));
+      d_old_cell[o + j] = C::store(e.d_old_cell);
+      dg[j] = C::store(e.d_gates.input);
+      dg[state + j] = C::store(e.d_gates.output);
+      dg[2 * state + j] = C::store(e.d_gates.candidate);
+      bias_acc[j] += static_cast<acc_t>(e.d_gates.input);
+      bias_acc[state + j] += static_cast<acc_t>(e.d_gates.output);
+      bias_acc[2 * state + j] += static_cast<acc_t>(e.d_gates.candidate);
     }
   }
 }
 
-#define LLTM_DEFINE_BACKWARD_ROWS(scalar_t)                                   \
-  SHARED_BUILD_CPU_CLONES void backward_rows(                                 \
-      const scalar_t* grad_h,                                                 \
-      const scalar_t* grad_cell,                                              \
-      const scalar_t* new_cell,                                               \
-      const scalar_t* input_gate,                                             \
-      const scalar_t* output_gate,                                            \
-      const scalar_t* candidate,                                              \
-      const scalar_t* gate_weights,                                           \
-      scalar_t* d_old_cell,                                                   \
-      scalar_t* d_gates,                                                      \
-      at::acc_type<scalar_t, false>* bias_acc,                                \
-      int64_t rows,                                                           \
-      int64_t state) {                                                        \
-    backward_rows_impl<scalar_t, at::acc_type<scalar_t, false>>(grad_h,       \
-                                                                grad_cell,    \
-                                                                new_cell,     \
-                                                                input_gate,   \
-                                                                output_gate,  \
-                                                                candidate,    \
-                                                                gate_weights, \
-                                                                d_old_cell,   \
-                                                                d_gates,      \
-                                                                bias_acc,     \
-                                                                rows,         \
-                                                                state);       \
+#define LLTM_DEFINE_BACKWARD_ROWS(scalar_t)                      \
+  SHARED_BUILD_CPU_CLONES void backward_rows(                    \
+      BackwardData<scalar_t> d,                                  \
+      at::acc_type<scalar_t, false>* bias_acc,                   \
+      int64_t begin,                                             \
+      int64_t end,                                               \
+      int64_t state) {                                           \
+    backward_rows_impl<scalar_t, at::acc_type<scalar_t, false>>( \
+        d.grad_h,                                                \
+        d.grad_cell,                                             \
+        d.new_cell,                                              \
+        d.input_gate,                                            \
+        d.output_gate,                                           \
+        d.candidate_cell,                                        \
+        d.gate_weights,                                          \
+        d.d_old_cell,                                            \
+        d.d_gates,                                               \
+        bias_acc,                                                \
+        begin,                                                   \
+        end,                                                     \
+        state);                                                  \
   }
 
 LLTM_DEFINE_BACKWARD_ROWS(float)
@@ -221,18 +224,10 @@ void forward_pointwise(const Step& step) {
       step.old_cell.scalar_type(),
       "lltm_cpu_forward",
       [&] {
+        const auto d = forward_data<scalar_t>(step);
         at::parallel_for(
             0, batch, rows_per_task(state), [&](int64_t begin, int64_t end) {
-              const int64_t s = begin * state;
-              forward_rows(in<scalar_t>(step.gate_weights) + 3 * s,
-                           in<scalar_t>(step.old_cell) + s,
-                           out<scalar_t>(step.new_h) + s,
-                           out<scalar_t>(step.new_cell) + s,
-                           out<scalar_t>(step.input_gate) + s,
-                           out<scalar_t>(step.output_gate) + s,
-                           out<scalar_t>(step.candidate_cell) + s,
-                           end - begin,
-                           state);
+              forward_rows(d, begin, end, state);
             });
       });
 }
@@ -258,25 +253,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
       [&] {
         using acc_t = at::acc_type<scalar_t, false>;
         std::vector<acc_t> partial(tasks * 3 * state, acc_t(0));
-        scalar_t* doc_p = d_old_cell.mutable_data_ptr<scalar_t>();
-        scalar_t* dg_p = d_gates.mutable_data_ptr<scalar_t>();
+        const auto d = backward_data<scalar_t>(step, d_old_cell, d_gates);
         at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
           for (int64_t task = first; task < last; ++task) {
             const int64_t begin = task * rows;
             const int64_t end = std::min(batch, begin + rows);
-            const int64_t s = begin * state;
-            backward_rows(in<scalar_t>(step.grad_h) + s,
-                          in<scalar_t>(step.grad_cell) + s,
-                          in<scalar_t>(step.new_cell) + s,
-                          in<scalar_t>(step.input_gate) + s,
-                          in<scalar_t>(step.output_gate) + s,
-                          in<scalar_t>(step.candidate_cell) + s,
-                          in<scalar_t>(step.gate_weights) + 3 * s,
-                          doc_p + s,
-                          dg_p + 3 * s,
-                          partial.data() + task * 3 * state,
-                          end - begin,
-                          state);
+            backward_rows(
+                d, partial.data() + task * 3 * state, begin, end, state);
           }
         });
         scalar_t* db = d_bias.mutable_data_ptr<scalar_t>();

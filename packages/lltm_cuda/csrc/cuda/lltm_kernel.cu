@@ -11,6 +11,7 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <lltm.h>
+#include <lltm_pointwise.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -21,52 +22,37 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Exact math in the dtype the kernel computes in: float for float, float16
-// and bfloat16 (at::opmath_type), double for double. Every double goes
-// through the double overload; nothing is rounded to float on the way (the
-// tutorial's kernel clamped doubles with fmax/fmin on floats).
-__device__ __forceinline__ float exp_(float x) {
-  return expf(x);
-}
-__device__ __forceinline__ double exp_(double x) {
-  return exp(x);
-}
-__device__ __forceinline__ float expm1_(float x) {
-  return expm1f(x);
-}
-__device__ __forceinline__ double expm1_(double x) {
-  return expm1(x);
-}
-__device__ __forceinline__ float tanh_(float x) {
-  return tanhf(x);
-}
-__device__ __forceinline__ double tanh_(double x) {
-  return tanh(x);
-}
-
-template <typename T>
-__device__ __forceinline__ T sigmoid(T x) {
-  return T(1) / (T(1) + exp_(-x));
-}
-
-// elu with alpha = 1: x for x > 0, exp(x) - 1 otherwise (expm1 keeps the
-// digits of small negative x).
-template <typename T>
-__device__ __forceinline__ T elu(T x) {
-  return x > T(0) ? x : expm1_(x);
-}
+// Exact math in the dtype the kernel computes in, for the element math of
+// lltm_pointwise.h: float for float, float16 and bfloat16 (at::opmath_type),
+// double for double. Every double goes through the double overload; nothing is
+// rounded to float on the way (the tutorial's kernel clamped doubles with
+// fmax/fmin on floats).
+struct CudaMath {
+  static C10_HOST_DEVICE float exp(float x) {
+    return ::expf(x);
+  }
+  static C10_HOST_DEVICE double exp(double x) {
+    return ::exp(x);
+  }
+  static C10_HOST_DEVICE float expm1(float x) {
+    return ::expm1f(x);
+  }
+  static C10_HOST_DEVICE double expm1(double x) {
+    return ::expm1(x);
+  }
+  static C10_HOST_DEVICE float tanh(float x) {
+    return ::tanhf(x);
+  }
+  static C10_HOST_DEVICE double tanh(double x) {
+    return ::tanh(x);
+  }
+};
 
 // One thread per (row, column) of the (batch, state) outputs, grid-stride:
 // any batch and state size, no assumption about block multiples.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
-    lltm_forward_kernel(const scalar_t* __restrict__ gates,
-                        const scalar_t* __restrict__ old_cell,
-                        scalar_t* __restrict__ new_h,
-                        scalar_t* __restrict__ new_cell,
-                        scalar_t* __restrict__ input_gate,
-                        scalar_t* __restrict__ output_gate,
-                        scalar_t* __restrict__ candidate,
+    lltm_forward_kernel(const ForwardData<scalar_t> d,
                         int64_t n,
                         int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
@@ -77,34 +63,25 @@ __global__ void __launch_bounds__(kThreads)
        idx += stride) {
     const int64_t row = idx / state;
     const int64_t col = idx - row * state;
-    const scalar_t* g = gates + row * 3 * state;
-    const opmath_t i = sigmoid(static_cast<opmath_t>(g[col]));
-    const opmath_t o = sigmoid(static_cast<opmath_t>(g[state + col]));
-    const opmath_t c = elu(static_cast<opmath_t>(g[2 * state + col]));
-    const opmath_t cell = static_cast<opmath_t>(old_cell[idx]) + c * i;
-    new_cell[idx] = static_cast<scalar_t>(cell);
-    new_h[idx] = static_cast<scalar_t>(tanh_(cell) * o);
-    input_gate[idx] = static_cast<scalar_t>(i);
-    output_gate[idx] = static_cast<scalar_t>(o);
-    candidate[idx] = static_cast<scalar_t>(c);
+    const scalar_t* g = d.gate_weights + row * 3 * state;
+    const Gates<opmath_t> z{static_cast<opmath_t>(g[col]),
+                            static_cast<opmath_t>(g[state + col]),
+                            static_cast<opmath_t>(g[2 * state + col])};
+    const auto e =
+        forward_element<CudaMath>(z, static_cast<opmath_t>(d.old_cell[idx]));
+    d.new_cell[idx] = static_cast<scalar_t>(e.new_cell);
+    d.new_h[idx] = static_cast<scalar_t>(e.new_h);
+    d.input_gate[idx] = static_cast<scalar_t>(e.gates.input);
+    d.output_gate[idx] = static_cast<scalar_t>(e.gates.output);
+    d.candidate_cell[idx] = static_cast<scalar_t>(e.gates.candidate);
   }
 }
 
-// d_gates (batch, 3 * state) and d_old_cell (batch, state). The sigmoid
-// derivatives come from the saved gates (as torch's sigmoid backward does),
-// tanh(new_cell) is recomputed, elu's derivative comes from its
-// pre-activation in gate_weights.
+// d_gates (batch, 3 * state) and d_old_cell (batch, state), one
+// backward_element (lltm_pointwise.h) per thread and element.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
-    lltm_backward_kernel(const scalar_t* __restrict__ grad_h,
-                         const scalar_t* __restrict__ grad_cell,
-                         const scalar_t* __restrict__ new_cell,
-                         const scalar_t* __restrict__ input_gate,
-                         const scalar_t* __restrict__ output_gate,
-                         const scalar_t* __restrict__ candidate,
-                         const scalar_t* __restrict__ gate_weights,
-                         scalar_t* __restrict__ d_old_cell,
-                         scalar_t* __restrict__ d_gates,
+    lltm_backward_kernel(const BackwardData<scalar_t> d,
                          int64_t n,
                          int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
@@ -115,23 +92,21 @@ __global__ void __launch_bounds__(kThreads)
        idx += stride) {
     const int64_t row = idx / state;
     const int64_t col = idx - row * state;
-    const opmath_t gh = static_cast<opmath_t>(grad_h[idx]);
-    const opmath_t i = static_cast<opmath_t>(input_gate[idx]);
-    const opmath_t o = static_cast<opmath_t>(output_gate[idx]);
-    const opmath_t c = static_cast<opmath_t>(candidate[idx]);
-    const opmath_t z =
-        static_cast<opmath_t>(gate_weights[row * 3 * state + 2 * state + col]);
-    const opmath_t t = tanh_(static_cast<opmath_t>(new_cell[idx]));
-    const opmath_t d_cell =
-        gh * o * (opmath_t(1) - t * t) + static_cast<opmath_t>(grad_cell[idx]);
-    const opmath_t d_i = d_cell * c * i * (opmath_t(1) - i);
-    const opmath_t d_o = gh * t * o * (opmath_t(1) - o);
-    const opmath_t d_c = d_cell * i * (z > opmath_t(0) ? opmath_t(1) : exp_(z));
-    d_old_cell[idx] = static_cast<scalar_t>(d_cell);
-    scalar_t* dg = d_gates + row * 3 * state;
-    dg[col] = static_cast<scalar_t>(d_i);
-    dg[state + col] = static_cast<scalar_t>(d_o);
-    dg[2 * state + col] = static_cast<scalar_t>(d_c);
+    const Gates<opmath_t> saved{static_cast<opmath_t>(d.input_gate[idx]),
+                                static_cast<opmath_t>(d.output_gate[idx]),
+                                static_cast<opmath_t>(d.candidate_cell[idx])};
+    const auto e = backward_element<CudaMath>(
+        static_cast<opmath_t>(d.grad_h[idx]),
+        static_cast<opmath_t>(d.grad_cell[idx]),
+        saved,
+        static_cast<opmath_t>(d.new_cell[idx]),
+        static_cast<opmath_t>(
+            d.gate_weights[row * 3 * state + 2 * state + col]));
+    d.d_old_cell[idx] = static_cast<scalar_t>(e.d_old_cell);
+    scalar_t* dg = d.d_gates + row * 3 * state;
+    dg[col] = static_cast<scalar_t>(e.d_gates.input);
+    dg[state + col] = static_cast<scalar_t>(e.d_gates.output);
+    dg[2 * state + col] = static_cast<scalar_t>(e.d_gates.candidate);
   }
 }
 
@@ -157,14 +132,8 @@ void forward_pointwise(const Step& step) {
       at::kHalf, at::kBFloat16, dtype, "lltm_cuda_forward", [&] {
         // clang-format off: the launch on one line, its check on the next.
         const auto blocks = blocks_for(n);
-        const scalar_t* gates = in<scalar_t>(step.gate_weights);
-        const scalar_t* old_cell = in<scalar_t>(step.old_cell);
-        scalar_t* new_h = out<scalar_t>(step.new_h);
-        scalar_t* new_cell = out<scalar_t>(step.new_cell);
-        scalar_t* input_gate = out<scalar_t>(step.input_gate);
-        scalar_t* output_gate = out<scalar_t>(step.output_gate);
-        scalar_t* candidate = out<scalar_t>(step.candidate_cell);
-        lltm_forward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(gates, old_cell, new_h, new_cell, input_gate, output_gate, candidate, n, state);
+        const auto d = forward_data<scalar_t>(step);
+        lltm_forward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(d, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });
@@ -186,18 +155,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
       step.grad_h.scalar_type(),
       "lltm_cuda_backward",
       [&] {
-        scalar_t* d_cell = d_old_cell.mutable_data_ptr<scalar_t>();
-        scalar_t* d_g = d_gates.mutable_data_ptr<scalar_t>();
         // clang-format off: as above.
         const auto blocks = blocks_for(n);
-        const scalar_t* grad_h = in<scalar_t>(step.grad_h);
-        const scalar_t* grad_cell = in<scalar_t>(step.grad_cell);
-        const scalar_t* new_cell = in<scalar_t>(step.new_cell);
-        const scalar_t* input_gate = in<scalar_t>(step.input_gate);
-        const scalar_t* output_gate = in<scalar_t>(step.output_gate);
-        const scalar_t* candidate = in<scalar_t>(step.candidate_cell);
-        const scalar_t* gates = in<scalar_t>(step.gate_weights);
-        lltm_backward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate, gates, d_cell, d_g, n, state);
+        const auto d = backward_data<scalar_t>(step, d_old_cell, d_gates);
+        lltm_backward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(d, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
       });

@@ -1,21 +1,16 @@
-"""The LLTM suite's ``impl`` fixture: lltm_cpu on the CPU; the cuda/slow markers and the
-CUDA skip from shared_build.testing."""
+"""lltm_cpu's tests: the LLTM suite of lltm_common/tests, run on the CPU."""
 
 import sys
 from pathlib import Path
 
-# The suite is one source with lltm_common/ and the hooks live in shared_build: both are
-# vendored into the sdist (_vendor/), beside us in a checkout. The suite's folder goes first:
-# _vendor/ also holds lltm_common's sources, a folder of the same name.
+# shared_build (the markers, the CUDA skip, the suite's path): vendored into the sdist, at
+# the repository root in a checkout.
 _package = Path(__file__).resolve().parents[1]
-_vendor, _repo = _package / "_vendor", _package.parents[1]
-_common = (_vendor if (_vendor / "lltm_common").is_dir() else _repo) / "lltm_common"
-sys.path[:0] = [str(_common / "tests"), str(_vendor), str(_repo / "shared_build" / "src")]
-from lltm_common.suite import conftest  # noqa: E402
+sys.path[:0] = [str(_package / "_vendor"), str(_package.parents[1] / "shared_build" / "src")]
+from shared_build.testing import *  # noqa: E402, F403
+from shared_build.testing import common_tests  # noqa: E402
 
-from shared_build.testing import (  # noqa: E402, F401
-    pytest_collection_modifyitems,
-    pytest_configure,
-)
+common_tests(_package, "lltm_common")
+from lltm_common.suite import conftest  # noqa: E402
 
 impl = conftest("lltm_cpu", "cpu")

@@ -5,12 +5,18 @@ skips the cuda-marked tests when no GPU is visible. An extracted sdist has no re
 around it, so each package's ``tests/conftest.py`` takes the same hooks from here (the sdist
 vendors shared_build):
 
-    from shared_build.testing import pytest_collection_modifyitems, pytest_configure
+    from shared_build.testing import *  # pytest_configure, pytest_collection_modifyitems
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# What a conftest.py takes with ``from shared_build.testing import *``: pytest's hooks.
+__all__ = ["pytest_collection_modifyitems", "pytest_configure"]
 
 MARKERS = {
     "cuda": "needs a CUDA GPU (skipped with the reason shown when none is visible)",
@@ -38,3 +44,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "cuda" in item.keywords and not item.get_closest_marker("skip"):
             item.add_marker(skip)
+
+
+def common_tests(package: Path, common: str) -> None:
+    """Put the tests/ folder of the common source folder ``common`` (``[tool.shared_build]
+    common``) first on sys.path: the sdist's vendored copy (``_vendor/<common>``), else the
+    checkout's. First, because _vendor/ itself, where shared_build comes from, also holds a
+    folder of that name (the common sources)."""
+    vendored = package / "_vendor" / common
+    folder = vendored if vendored.is_dir() else package.parents[1] / common
+    sys.path.insert(0, str(folder / "tests"))

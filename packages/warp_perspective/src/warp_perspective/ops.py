@@ -14,6 +14,7 @@ import torch
 
 __all__ = ["backend", "build_config", "warp_perspective"]
 
+
 def warp_perspective(
     image: torch.Tensor,
     warp: torch.Tensor,

@@ -28,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NO_TORCH = "needs torch, which is not importable in this build environment"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.once]
 
 
 def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None):

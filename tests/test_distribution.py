@@ -33,7 +33,7 @@ CHECK = textwrap.dedent(
 
 REBUILD_COMMAND = "from add_ext import _build_info as b; print(b.rebuild_command(b.BUILD_INFO))"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.once]
 
 
 def run(

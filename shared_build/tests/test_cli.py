@@ -201,6 +201,7 @@ def test_cli_new_refusal_is_one_sentence(capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.once
 @pytest.mark.parametrize(
     "cuda",
     [

@@ -176,6 +176,7 @@ print("ok")
 
 
 @pytest.mark.slow
+@pytest.mark.once
 def test_build_without_opencv(tmp_path):
     """WARP_PERSPECTIVE_OPENCV=0: the build says so, and the library's CPU kernel is the
     built-in one. CI thereby exercises both backends from one machine with OpenCV."""

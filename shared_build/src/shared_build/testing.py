@@ -1,7 +1,8 @@
 """pytest hooks every package's test suite needs, from a checkout as from its sdist.
 
-In a checkout the repository's conftest.py registers the ``cuda`` and ``slow`` markers and
-skips the cuda-marked tests when no GPU is visible. An extracted sdist has no repository
+In a checkout the repository's conftest.py registers the ``cuda``, ``slow`` and ``once``
+markers, skips the cuda-marked tests when no GPU is visible, and skips the once-marked tests
+under every torch but the one REPO_ONCE_TORCH names. An extracted sdist has no repository
 around it, so each package's ``tests/conftest.py`` takes the same hooks from here (the sdist
 vendors shared_build):
 
@@ -10,6 +11,7 @@ vendors shared_build):
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +23,11 @@ __all__ = ["pytest_collection_modifyitems", "pytest_configure"]
 MARKERS = {
     "cuda": "needs a CUDA GPU (skipped with the reason shown when none is visible)",
     "slow": "takes more than a few seconds (torch.compile with Inductor, builds, examples)",
+    "once": (
+        "checks builds and packaging (pip, sdists, build variants, shared_build), not torch: where REPO_ONCE_TORCH "
+        "is set (nox -s tests sets it to the newest torch of the run), it runs under that "
+        "torch only"
+    ),
 }
 NO_CUDA_REASON = (
     "no CUDA GPU visible (torch.cuda.is_available() is False); run on a GPU machine, "
@@ -38,12 +45,17 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     import torch
 
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason=NO_CUDA_REASON)
-    for item in items:
-        if "cuda" in item.keywords and not item.get_closest_marker("skip"):
-            item.add_marker(skip)
+    skips = []
+    if not torch.cuda.is_available():
+        skips.append(("cuda", pytest.mark.skip(reason=NO_CUDA_REASON)))
+    once_torch = os.environ.get("REPO_ONCE_TORCH", "")
+    if once_torch and once_torch != torch.__version__.split("+")[0]:
+        reason = f"runs once per nox run, under torch {once_torch} (REPO_ONCE_TORCH)"
+        skips.append(("once", pytest.mark.skip(reason=reason)))
+    for marker, skip in skips:
+        for item in items:
+            if marker in item.keywords and not item.get_closest_marker("skip"):
+                item.add_marker(skip)
 
 
 def common_tests(package: Path, common: str) -> None:

@@ -6,7 +6,8 @@ tutorial's shape (batch 16, input 32, state 128) and a large one (64, 256, 1024)
 that step needs are timed alone as well, the "GEMM floor": X @ W.T + bias for forward, plus
 d_gates.T @ X (d_weights) and d_gates @ W[:, :state] (d_old_h) for forward+backward. No
 LLTM can beat them; the distance to them is what the rest (pointwise work, allocation,
-dispatch, autograd) costs.
+dispatch, autograd) costs. "GEMM floor + autograd.grad" adds the cost of torch.autograd.grad
+through a trivial graph: no step through autograd gets below that.
 """
 
 from __future__ import annotations
@@ -131,6 +132,19 @@ def run(ctx: Context, package: ModuleType, device: str) -> None:
             torch.mm(d_gates, weights[:, :state])
 
         step_impls["GEMM floor"] = gemms
+        # The GEMMs plus what torch.autograd.grad itself costs: a graph of two elementwise
+        # ops, gradients for old_h and old_cell only (the real step also returns the
+        # parameters'). A lower bound for any LLTM step that goes through autograd, as
+        # ours, eager and torch.compile do: at the tutorial shape the engine's own cost is
+        # of the order of the GEMMs.
+        h_leaf = h.detach().requires_grad_()
+        c_leaf = c.detach().requires_grad_()
+
+        def gemms_and_autograd():
+            gemms()
+            torch.autograd.grad([h_leaf * 2.0, c_leaf * 2.0], [h_leaf, c_leaf], [grad_h, grad_c])
+
+        step_impls["GEMM floor + autograd.grad"] = gemms_and_autograd
         for op, impls in (("lltm forward", forward_impls), ("lltm forward+backward", step_impls)):
             ctx.compare(
                 op=op,

@@ -1,100 +1,197 @@
-// The gc_cpp operator library: the ops' schemas, their input checks, their
-// Meta kernels (the fake kernels, which run the same checks), and the Python
-// module.
-#include "gc_cpp.h"
-
-#include <c10/util/StringUtil.h>
-#include <shared_build/checks.h>
+// The gc_cpp operator library: the ops' schemas, their input checks and the
+// Python module. The fake kernels (torch.compile, torch.export, the meta
+// device) are in ops.py: the stable ABI has no symbolic sizes, so a C++ Meta
+// kernel would fail under dynamic shapes; they run the same checks, in the
+// same words, and tests/test_gc_cpp.py compares the two sentence by sentence.
 #include <shared_build/python_module.h>
-#include <torch/library.h>
 
-#include <string>
+#include "gc_cpp.h"
 
 SHARED_BUILD_PYTHON_MODULE(
     "gc_cpp: graph convolution adj @ x @ weight + bias as PyTorch custom ops")
 
 namespace gc_cpp {
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::Strided:
+      return "Strided";
+    case Layout::Sparse:
+      return "Sparse";
+    case Layout::SparseCsr:
+      return "SparseCsr";
+    case Layout::SparseCsc:
+      return "SparseCsc";
+    case Layout::SparseBsr:
+      return "SparseBsr";
+    case Layout::SparseBsc:
+      return "SparseBsc";
+    case Layout::Mkldnn:
+      return "Mkldnn";
+    case Layout::Jagged:
+      return "Jagged";
+    default:
+      return "UNKNOWN_LAYOUT";
+  }
+}
+
+std::string device_name(const Tensor& t) {
+  const torch::stable::Device device = t.device();
+  std::string name;
+  switch (device.type()) {
+    case torch::headeronly::DeviceType::CPU:
+      name = "cpu";
+      break;
+    case torch::headeronly::DeviceType::CUDA:
+      name = "cuda";
+      break;
+    case torch::headeronly::DeviceType::Meta:
+      name = "meta";
+      break;
+    default:
+      name = "device type " + std::to_string(static_cast<int>(device.type()));
+  }
+  if (device.has_index()) {
+    name += ":" + std::to_string(device.index());
+  }
+  return name;
+}
+
+std::string shape_string(const Tensor& t) {
+  std::ostringstream out;
+  out << "[";
+  const int64_t dims = t.dim();
+  for (int64_t d = 0; d < dims; ++d) {
+    out << (d ? ", " : "") << t.size(d);
+  }
+  out << "]";
+  return out.str();
+}
+
 namespace {
 
-bool is_floating(at::ScalarType dtype) {
-  return dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf ||
-         dtype == at::kBFloat16;
+bool is_floating(ScalarType dtype) {
+  return dtype == ScalarType::Float || dtype == ScalarType::Double ||
+         dtype == ScalarType::Half || dtype == ScalarType::BFloat16;
 }
 
 // None passed for a Tensor argument arrives as an undefined tensor, which has
 // no device, dtype or layout to report.
-void check_defined(const char* op, const char* name, const at::Tensor& t) {
-  TORCH_CHECK(t.defined(), op, ": ", name, " must be a tensor, got None");
+void check_defined(const char* op, const char* name, const Tensor& t) {
+  GC_CPP_CHECK(t.defined(), op, ": ", name, " must be a tensor, got None");
 }
 
-using shared_build::check_dense;
-using shared_build::check_dim;
+void check_dense(const char* op, const char* name, const Tensor& t) {
+  GC_CPP_CHECK(t.layout() == Layout::Strided,
+               op,
+               ": ",
+               name,
+               " must be a dense (strided) tensor, got layout ",
+               layout_name(t.layout()));
+}
+
+// meaning names the dimensions, e.g. "(N, F_in)".
+void check_dim(const char* op,
+               const char* name,
+               const Tensor& t,
+               int64_t dim,
+               const char* meaning) {
+  GC_CPP_CHECK(t.dim() == dim,
+               op,
+               ": ",
+               name,
+               " must be ",
+               dim,
+               "-D ",
+               meaning,
+               ", got a ",
+               t.dim(),
+               "-D tensor of shape ",
+               shape_string(t));
+}
+
+int64_t sparse_dim(const Tensor& t) {
+  auto stack = make_stack(t);
+  call_aten("aten::sparse_dim", "", stack);
+  return torch::stable::detail::to<int64_t>(stack[0]);
+}
+
+int64_t dense_dim(const Tensor& t) {
+  auto stack = make_stack(t);
+  call_aten("aten::dense_dim", "", stack);
+  return torch::stable::detail::to<int64_t>(stack[0]);
+}
+
+void check_floating(const char* op, ScalarType dtype) {
+  GC_CPP_CHECK(is_floating(dtype),
+               op,
+               ": dtype must be float16, bfloat16, float32 or float64, got ",
+               dtype);
+}
+
+void check_adjacency(const char* op, const Tensor& adj) {
+  const Layout layout = adj.layout();
+  GC_CPP_CHECK(layout == Layout::Strided || layout == Layout::Sparse ||
+                   layout == Layout::SparseCsr,
+               op,
+               ": adj must be a dense (strided), sparse COO or sparse CSR "
+               "tensor, got layout ",
+               layout_name(layout));
+  check_dim(op, "adj", adj, 2, "(N, N)");
+  if (layout == Layout::Sparse) {
+    const int64_t sparse = sparse_dim(adj);
+    GC_CPP_CHECK(sparse == 2,
+                 op,
+                 ": a sparse COO adj must have 2 sparse dimensions and no "
+                 "dense ones, got sparse_dim ",
+                 sparse,
+                 " and dense_dim ",
+                 dense_dim(adj));
+  }
+  GC_CPP_CHECK(adj.size(0) == adj.size(1),
+               op,
+               ": adj must be square (N, N), got shape ",
+               shape_string(adj));
+}
+
+bool same_device(const Tensor& a, const Tensor& b) {
+  return a.device() == b.device();
+}
 
 }  // namespace
 
-void check_adjacency(const char* op, const at::Tensor& adj) {
-  const auto layout = adj.layout();
-  TORCH_CHECK(layout == at::kStrided || layout == at::kSparse ||
-                  layout == at::kSparseCsr,
-              op,
-              ": adj must be a dense (strided), sparse COO or sparse CSR "
-              "tensor, got layout ",
-              layout);
-  check_dim(op, "adj", adj, 2, "(N, N)");
-  if (layout == at::kSparse) {
-    TORCH_CHECK(adj.sparse_dim() == 2,
-                op,
-                ": a sparse COO adj must have 2 sparse dimensions and no "
-                "dense ones, got sparse_dim ",
-                adj.sparse_dim(),
-                " and dense_dim ",
-                adj.dense_dim());
-  }
-  TORCH_CHECK(adj.sym_size(0) == adj.sym_size(1),
-              op,
-              ": adj must be square (N, N), got shape ",
-              adj.sym_sizes());
-}
-
-void check_floating(const char* op, at::ScalarType dtype) {
-  TORCH_CHECK(is_floating(dtype),
-              op,
-              ": dtype must be float16, bfloat16, float32 or float64, got ",
-              dtype);
-}
-
 void check_graph_conv_inputs(const char* op,
-                             const at::Tensor& adj,
-                             const at::Tensor& x,
-                             const at::Tensor& weight,
-                             const std::optional<at::Tensor>& bias) {
+                             const Tensor& adj,
+                             const Tensor& x,
+                             const Tensor& weight,
+                             const std::optional<Tensor>& bias) {
   check_defined(op, "adj", adj);
   check_defined(op, "x", x);
   check_defined(op, "weight", weight);
   const bool has_bias = bias.has_value() && bias->defined();
-  const auto device = x.device();
-  TORCH_CHECK(adj.device() == device && weight.device() == device &&
-                  (!has_bias || bias->device() == device),
-              op,
-              ": adj, x, weight and bias must be on the same device, got adj "
-              "on ",
-              adj.device(),
-              ", x on ",
-              x.device(),
-              ", weight on ",
-              weight.device(),
-              has_bias ? c10::str(", bias on ", bias->device()) : "");
-  const auto dtype = x.scalar_type();
-  TORCH_CHECK(adj.scalar_type() == dtype && weight.scalar_type() == dtype &&
-                  (!has_bias || bias->scalar_type() == dtype),
-              op,
-              ": adj, x, weight and bias must have the same dtype, got adj ",
-              adj.scalar_type(),
-              ", x ",
-              x.scalar_type(),
-              ", weight ",
-              weight.scalar_type(),
-              has_bias ? c10::str(", bias ", bias->scalar_type()) : "");
+  GC_CPP_CHECK(
+      same_device(adj, x) && same_device(weight, x) &&
+          (!has_bias || same_device(*bias, x)),
+      op,
+      ": adj, x, weight and bias must be on the same device, got adj on ",
+      device_name(adj),
+      ", x on ",
+      device_name(x),
+      ", weight on ",
+      device_name(weight),
+      has_bias ? ", bias on " + device_name(*bias) : std::string());
+  const ScalarType dtype = x.scalar_type();
+  GC_CPP_CHECK(adj.scalar_type() == dtype && weight.scalar_type() == dtype &&
+                   (!has_bias || bias->scalar_type() == dtype),
+               op,
+               ": adj, x, weight and bias must have the same dtype, got adj ",
+               adj.scalar_type(),
+               ", x ",
+               x.scalar_type(),
+               ", weight ",
+               weight.scalar_type(),
+               has_bias ? std::string(", bias ") + toString(bias->scalar_type())
+                        : std::string());
   check_floating(op, dtype);
   check_dense(op, "x", x);
   check_dense(op, "weight", weight);
@@ -107,101 +204,100 @@ void check_graph_conv_inputs(const char* op,
   if (has_bias) {
     check_dim(op, "bias", *bias, 1, "(F_out,)");
   }
-  TORCH_CHECK(adj.sym_size(1) == x.sym_size(0),
-              op,
-              ": adj has ",
-              adj.sym_size(1),
-              " columns but x has ",
-              x.sym_size(0),
-              " rows (adj ",
-              adj.sym_sizes(),
-              ", x ",
-              x.sym_sizes(),
-              "); x must be (N, F_in) with N = adj.size(1)");
-  TORCH_CHECK(weight.sym_size(0) == x.sym_size(1),
-              op,
-              ": weight has ",
-              weight.sym_size(0),
-              " rows but x has ",
-              x.sym_size(1),
-              " columns (x ",
-              x.sym_sizes(),
-              ", weight ",
-              weight.sym_sizes(),
-              "); weight must be (F_in, F_out) with F_in = x.size(1)");
+  GC_CPP_CHECK(adj.size(1) == x.size(0),
+               op,
+               ": adj has ",
+               adj.size(1),
+               " columns but x has ",
+               x.size(0),
+               " rows (adj ",
+               shape_string(adj),
+               ", x ",
+               shape_string(x),
+               "); x must be (N, F_in) with N = adj.size(1)");
+  GC_CPP_CHECK(weight.size(0) == x.size(1),
+               op,
+               ": weight has ",
+               weight.size(0),
+               " rows but x has ",
+               x.size(1),
+               " columns (x ",
+               shape_string(x),
+               ", weight ",
+               shape_string(weight),
+               "); weight must be (F_in, F_out) with F_in = x.size(1)");
   if (has_bias) {
-    TORCH_CHECK(bias->sym_size(0) == weight.sym_size(1),
-                op,
-                ": bias has ",
-                bias->sym_size(0),
-                " elements but weight has ",
-                weight.sym_size(1),
-                " columns (weight ",
-                weight.sym_sizes(),
-                ", bias ",
-                bias->sym_sizes(),
-                "); bias must be (F_out,) with F_out = weight.size(1)");
+    GC_CPP_CHECK(bias->size(0) == weight.size(1),
+                 op,
+                 ": bias has ",
+                 bias->size(0),
+                 " elements but weight has ",
+                 weight.size(1),
+                 " columns (weight ",
+                 shape_string(weight),
+                 ", bias ",
+                 shape_string(*bias),
+                 "); bias must be (F_out,) with F_out = weight.size(1)");
   }
 }
 
-void check_weight_grad_inputs(const at::Tensor& adj,
-                              const at::Tensor& x,
-                              const at::Tensor& grad) {
+void check_weight_grad_inputs(const Tensor& adj,
+                              const Tensor& x,
+                              const Tensor& grad) {
   const char* op = "gc_cpp.backward";
   check_defined(op, "adj", adj);
   check_defined(op, "x", x);
   check_defined(op, "grad", grad);
-  const auto device = x.device();
-  TORCH_CHECK(adj.device() == device && grad.device() == device,
-              op,
-              ": adj, x and grad must be on the same device, got adj on ",
-              adj.device(),
-              ", x on ",
-              x.device(),
-              ", grad on ",
-              grad.device());
-  const auto dtype = x.scalar_type();
-  TORCH_CHECK(adj.scalar_type() == dtype && grad.scalar_type() == dtype,
-              op,
-              ": adj, x and grad must have the same dtype, got adj ",
-              adj.scalar_type(),
-              ", x ",
-              x.scalar_type(),
-              ", grad ",
-              grad.scalar_type());
+  GC_CPP_CHECK(same_device(adj, x) && same_device(grad, x),
+               op,
+               ": adj, x and grad must be on the same device, got adj on ",
+               device_name(adj),
+               ", x on ",
+               device_name(x),
+               ", grad on ",
+               device_name(grad));
+  const ScalarType dtype = x.scalar_type();
+  GC_CPP_CHECK(adj.scalar_type() == dtype && grad.scalar_type() == dtype,
+               op,
+               ": adj, x and grad must have the same dtype, got adj ",
+               adj.scalar_type(),
+               ", x ",
+               x.scalar_type(),
+               ", grad ",
+               grad.scalar_type());
   check_floating(op, dtype);
   check_dense(op, "x", x);
   check_dense(op, "grad", grad);
   check_adjacency(op, adj);
   check_dim(op, "x", x, 2, "(N, F_in)");
   check_dim(op, "grad", grad, 2, "(N, F_out)");
-  TORCH_CHECK(adj.sym_size(1) == x.sym_size(0),
-              op,
-              ": adj has ",
-              adj.sym_size(1),
-              " columns but x has ",
-              x.sym_size(0),
-              " rows (adj ",
-              adj.sym_sizes(),
-              ", x ",
-              x.sym_sizes(),
-              "); x must be (N, F_in) with N = adj.size(1)");
-  TORCH_CHECK(grad.sym_size(0) == adj.sym_size(0),
-              op,
-              ": grad has ",
-              grad.sym_size(0),
-              " rows but adj has ",
-              adj.sym_size(0),
-              " (adj ",
-              adj.sym_sizes(),
-              ", grad ",
-              grad.sym_sizes(),
-              "); grad must be (N, F_out) with N = adj.size(0)");
+  GC_CPP_CHECK(adj.size(1) == x.size(0),
+               op,
+               ": adj has ",
+               adj.size(1),
+               " columns but x has ",
+               x.size(0),
+               " rows (adj ",
+               shape_string(adj),
+               ", x ",
+               shape_string(x),
+               "); x must be (N, F_in) with N = adj.size(1)");
+  GC_CPP_CHECK(grad.size(0) == adj.size(0),
+               op,
+               ": grad has ",
+               grad.size(0),
+               " rows but adj has ",
+               adj.size(0),
+               " (adj ",
+               shape_string(adj),
+               ", grad ",
+               shape_string(grad),
+               "); grad must be (N, F_out) with N = adj.size(0)");
 }
 
-void check_csr_transpose_inputs(const at::Tensor& crow_indices,
-                                const at::Tensor& col_indices,
-                                const at::Tensor& values,
+void check_csr_transpose_inputs(const Tensor& crow_indices,
+                                const Tensor& col_indices,
+                                const Tensor& values,
                                 int64_t num_cols) {
   const char* op = "gc_cpp._csr_transpose";
   check_defined(op, "crow_indices", crow_indices);
@@ -210,128 +306,72 @@ void check_csr_transpose_inputs(const at::Tensor& crow_indices,
   check_dense(op, "crow_indices", crow_indices);
   check_dense(op, "col_indices", col_indices);
   check_dense(op, "values", values);
-  TORCH_CHECK(crow_indices.device() == col_indices.device() &&
-                  values.device() == col_indices.device(),
-              op,
-              ": crow_indices, col_indices and values must be on the same "
-              "device, got ",
-              crow_indices.device(),
-              ", ",
-              col_indices.device(),
-              " and ",
-              values.device());
-  const auto index_dtype = col_indices.scalar_type();
-  TORCH_CHECK((index_dtype == at::kInt || index_dtype == at::kLong) &&
-                  crow_indices.scalar_type() == index_dtype,
-              op,
-              ": crow_indices and col_indices must both be int32 or both "
-              "int64, got ",
-              crow_indices.scalar_type(),
-              " and ",
-              index_dtype);
-  TORCH_CHECK(is_floating(values.scalar_type()),
-              op,
-              ": values must be float16, bfloat16, float32 or float64, got ",
-              values.scalar_type());
-  TORCH_CHECK(
+  GC_CPP_CHECK(same_device(crow_indices, col_indices) &&
+                   same_device(values, col_indices),
+               op,
+               ": crow_indices, col_indices and values must be on the same "
+               "device, got ",
+               device_name(crow_indices),
+               ", ",
+               device_name(col_indices),
+               " and ",
+               device_name(values));
+  const ScalarType index_dtype = col_indices.scalar_type();
+  GC_CPP_CHECK(
+      (index_dtype == ScalarType::Int || index_dtype == ScalarType::Long) &&
+          crow_indices.scalar_type() == index_dtype,
+      op,
+      ": crow_indices and col_indices must both be int32 or both int64, got ",
+      crow_indices.scalar_type(),
+      " and ",
+      index_dtype);
+  GC_CPP_CHECK(is_floating(values.scalar_type()),
+               op,
+               ": values must be float16, bfloat16, float32 or float64, got ",
+               values.scalar_type());
+  GC_CPP_CHECK(
       crow_indices.dim() == 1 && col_indices.dim() == 1 && values.dim() == 1,
       op,
-      ": crow_indices, col_indices and values must be 1-D, got "
-      "shapes ",
-      crow_indices.sym_sizes(),
+      ": crow_indices, col_indices and values must be 1-D, got shapes ",
+      shape_string(crow_indices),
       ", ",
-      col_indices.sym_sizes(),
+      shape_string(col_indices),
       " and ",
-      values.sym_sizes());
-  TORCH_CHECK(crow_indices.sym_numel() >= 1,
-              op,
-              ": crow_indices must have num_rows + 1 >= 1 elements, got 0");
-  TORCH_CHECK(col_indices.sym_numel() == values.sym_numel(),
-              op,
-              ": col_indices has ",
-              col_indices.sym_numel(),
-              " elements but values has ",
-              values.sym_numel());
-  TORCH_CHECK(num_cols >= 0, op, ": num_cols must be >= 0, got ", num_cols);
+      shape_string(values));
+  GC_CPP_CHECK(crow_indices.numel() >= 1,
+               op,
+               ": crow_indices must have num_rows + 1 >= 1 elements, got 0");
+  GC_CPP_CHECK(col_indices.numel() == values.numel(),
+               op,
+               ": col_indices has ",
+               col_indices.numel(),
+               " elements but values has ",
+               values.numel());
+  GC_CPP_CHECK(num_cols >= 0, op, ": num_cols must be >= 0, got ", num_cols);
 }
 
-namespace {
-
-// ---- Meta kernels -----------------------------------------------------------
-// The fake kernels of torch.compile, torch.export and the meta device: the
-// check functions above, the ones the real kernels run (so the same
-// sentences), over symbolic sizes, then empty results of the right shapes.
-// _csr_transpose's is its composite kernel (graph_conv.cpp), which returns the
-// shapes alone for meta tensors.
-
-at::Tensor graph_conv_meta(const at::Tensor& adj,
-                           const at::Tensor& x,
-                           const at::Tensor& weight,
-                           const std::optional<at::Tensor>& bias) {
-  check_graph_conv_inputs("gc_cpp.graph_conv", adj, x, weight, bias);
-  return x.new_empty_symint({adj.sym_size(0), weight.sym_size(1)});
-}
-
-std::tuple<at::Tensor, at::Tensor> graph_conv_forward_meta(
-    const at::Tensor& adj,
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const std::optional<at::Tensor>& bias) {
-  at::Tensor out = graph_conv_meta(adj, x, weight, bias);
-  // The intermediate of the order the real kernel picks.
-  if (x_weight_first(weight.sym_size(0), weight.sym_size(1))) {
-    return {out, x.new_empty_symint({x.sym_size(0), weight.sym_size(1)})};
-  }
-  return {out, x.new_empty_symint({adj.sym_size(0), x.sym_size(1)})};
-}
-
-at::Tensor weight_grad_meta(const at::Tensor& adj,
-                            const at::Tensor& x,
-                            const at::Tensor& grad) {
-  check_weight_grad_inputs(adj, x, grad);
-  return x.new_empty_symint({x.sym_size(1), grad.sym_size(1)});
-}
-
-// The ops that take adj, for each layout of a meta adj: dense (Meta), sparse
-// COO (SparseMeta) and sparse CSR (SparseCsrMeta).
-void impl_adj_meta_kernels(torch::Library& m) {
-  m.impl("graph_conv", &graph_conv_meta);
-  m.impl("_graph_conv_forward", &graph_conv_forward_meta);
-  m.impl("weight_grad", &weight_grad_meta);
-}
-
-}  // namespace
 }  // namespace gc_cpp
 
-TORCH_LIBRARY(gc_cpp, m) {
+STABLE_TORCH_LIBRARY(gc_cpp, m) {
+  using torch::headeronly::Tag;
   m.def(
       "graph_conv(Tensor adj, Tensor x, Tensor weight, Tensor? bias=None) -> "
       "Tensor",
-      {at::Tag::pt2_compliant_tag});
-  // graph_conv's forward as its autograd kernel needs it: the output and the
-  // intermediate product the chosen order made (x @ weight or adj @ x), which
-  // backward reuses instead of recomputing.
+      {Tag::pt2_compliant_tag});
+  // graph_conv's forward as its autograd kernel (ops.py) needs it: the output
+  // and the intermediate product the chosen order made (x @ weight or
+  // adj @ x), which backward reuses instead of recomputing.
   m.def(
       "_graph_conv_forward(Tensor adj, Tensor x, Tensor weight, Tensor? "
       "bias=None) -> (Tensor, Tensor)",
-      {at::Tag::pt2_compliant_tag});
+      {Tag::pt2_compliant_tag});
   // The seed's gc_backward: the gradient w.r.t. weight, (adj @ x).T @ grad.
   m.def("weight_grad(Tensor adj, Tensor x, Tensor grad) -> Tensor",
-        {at::Tag::pt2_compliant_tag});
+        {Tag::pt2_compliant_tag});
   // The transpose of a CSR matrix as CSR (crow, col, values); the row indices
   // of the result are sorted within each row.
   m.def(
       "_csr_transpose(Tensor crow_indices, Tensor col_indices, Tensor values, "
       "int num_cols) -> (Tensor, Tensor, Tensor)",
-      {at::Tag::pt2_compliant_tag});
-}
-
-TORCH_LIBRARY_IMPL(gc_cpp, Meta, m) {
-  gc_cpp::impl_adj_meta_kernels(m);
-}
-TORCH_LIBRARY_IMPL(gc_cpp, SparseMeta, m) {
-  gc_cpp::impl_adj_meta_kernels(m);
-}
-TORCH_LIBRARY_IMPL(gc_cpp, SparseCsrMeta, m) {
-  gc_cpp::impl_adj_meta_kernels(m);
+      {Tag::pt2_compliant_tag});
 }

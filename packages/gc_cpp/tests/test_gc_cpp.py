@@ -788,3 +788,38 @@ def test_cuda_normalize_adjacency():
         out = gc_cpp.normalize_adjacency(as_layout(adj, layout).cuda())
         dense = out.to_dense() if layout != "dense" else out
         assert_close(dense.cpu(), normalize_reference(adj))
+
+
+# ---- stable ABI ---------------------------------------------------------------------------
+
+
+def _libraries(package_dir):
+    return sorted(str(p) for p in package_dir.iterdir() if p.suffix in (".so", ".pyd", ".dylib"))
+
+
+def test_built_on_the_stable_abi():
+    assert gc_cpp.BUILD_INFO["abi"] == "stable"
+    assert gc_cpp.BUILD_INFO["torch_target"] == "2.13"
+
+
+def test_libraries_import_no_unstable_symbols():
+    # Every shared library of the installed package calls libtorch only through the C
+    # shim: no c10::, at::, torch:: symbol, whose layout changes between torch releases.
+    from pathlib import Path
+
+    from shared_build.runtime import unstable_symbols
+
+    libraries = _libraries(Path(gc_cpp.__file__).parent)
+    assert libraries, "no shared library in the installed gc_cpp"
+    for library in libraries:
+        assert unstable_symbols(library) == [], library
+
+
+def test_unstable_symbols_finds_a_full_abi_library():
+    # The audit above can fail: torch's own Python bindings import c10:: symbols.
+    from pathlib import Path
+
+    from shared_build.runtime import unstable_symbols
+
+    (library,) = Path(torch.__file__).parent.glob("lib/libtorch_python.so")
+    assert any(s.startswith("c10::") for s in unstable_symbols(str(library)))

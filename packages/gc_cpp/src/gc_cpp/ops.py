@@ -444,10 +444,10 @@ def _adj_transposed_mm(adj: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
 class _GraphConvFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, keyset, adj, x, weight, bias):
-        with torch._C._AutoDispatchBelowAutograd():
-            out, intermediate = _graph_conv_forward.redispatch(
-                keyset & _BELOW_AUTOGRAD, adj, x, weight, bias
-            )
+        # Grad mode is off in here, so the ATen ops the kernel calls record nothing.
+        out, intermediate = _graph_conv_forward.redispatch(
+            keyset & _BELOW_AUTOGRAD, adj, x, weight, bias
+        )
         # After the call: the checks have run, so the shapes are valid.
         x_first = _x_weight_first(weight.shape[0], weight.shape[1])
         needs = ctx.needs_input_grad
@@ -497,10 +497,22 @@ def _requires_grad(*tensors) -> bool:
 
 
 def _graph_conv_autograd(keyset, adj, x, weight, bias=None):
-    if not _requires_grad(adj, x, weight, bias):
-        # Nothing to record: no autograd node, no saved tensors.
-        with torch._C._AutoDispatchBelowAutograd():
-            return _graph_conv.redispatch(keyset & _BELOW_AUTOGRAD, adj, x, weight, bias)
+    # Every call of graph_conv enters this Python kernel (the stable ABI has no C++
+    # autograd), so the common case is kept short.
+    try:
+        needs_grad = torch.is_grad_enabled() and (
+            x.requires_grad
+            or weight.requires_grad
+            or adj.requires_grad
+            or (bias is not None and bias.requires_grad)
+        )
+    except AttributeError:  # None for a tensor: the C++ checks name it
+        needs_grad = False
+    if not needs_grad:
+        # Nothing to record: no autograd node, no saved tensors. The ATen ops the kernel
+        # calls pass their autograd kernels, which record nothing either, as no input
+        # requires grad (or grad mode is off); a guard would cost more than it saves.
+        return _graph_conv.redispatch(keyset & _BELOW_AUTOGRAD, adj, x, weight, bias)
     _raise_unless(
         not (adj.layout in _SPARSE and adj.requires_grad),
         lambda: (

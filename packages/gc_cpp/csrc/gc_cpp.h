@@ -101,6 +101,7 @@ inline Tensor to_tensor(StableIValue value) {
 // The ATen ops gc_cpp needs and the stable ops.h lacks.
 Tensor mm(const Tensor& a, const Tensor& b);
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+// a.T of a dense 2-D tensor, a view.
 Tensor t(const Tensor& a);
 
 // adj as the matrix the products use: dense as it is; sparse COO as CSR

@@ -106,6 +106,24 @@ def test_any_strides(layout, order):
         assert_close(got, want)
 
 
+@pytest.mark.parametrize("order", ORDERS)
+def test_views_with_a_storage_offset(order):
+    # Sliced views whose first element is not their storage's first: the kernels make
+    # transposed views of x, weight and the products themselves, which must keep it.
+    adj, x, weight, b = make_inputs(order)
+
+    def offset_view(t):
+        big = torch.randn(t.shape[0] + 2, t.shape[1] + 3, dtype=t.dtype)
+        big[2:, 3:] = t
+        return big[2:, 3:]
+
+    adj_v, x_v, weight_v = offset_view(adj), offset_view(x), offset_view(weight)
+    assert x_v.storage_offset() > 0 and weight_v.storage_offset() > 0
+    assert_close(gc_cpp.graph_conv(adj_v, x_v, weight_v, b), reference(adj, x, weight, b))
+    grad = torch.randn(x.shape[0], weight.shape[1], dtype=torch.float64)
+    assert_close(gc_cpp.backward(adj_v, x_v, grad), (adj @ x).T @ grad)
+
+
 def test_uncoalesced_coo():
     adj = random_adjacency(9)
     # Every entry split in two halves at the same position: coalescing sums them back.
@@ -382,7 +400,7 @@ def test_opcheck_internal_ops(order):
 
 
 def test_compile_aot_eager_forward_and_backward():
-    # AOTAutograd with the fake kernels and the C++ autograd kernel, no code generation.
+    # AOTAutograd with the fake kernels and the autograd kernel of ops.py, no code generation.
     def fn(adj, x, weight, b):
         return torch.tanh(gc_cpp.graph_conv(adj, x, weight, b)).sum()
 

@@ -543,11 +543,12 @@ def _not_differentiable(name: str):
     op = getattr(torch.ops.gc_cpp, name).default
 
     def kernel(keyset, *args):
-        with torch._C._AutoDispatchBelowAutograd():
-            out = op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if not _requires_grad(*tensors):
-            return out
+            # As graph_conv's kernel: nothing to record, no guard needed.
+            return op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+        with torch._C._AutoDispatchBelowAutograd():
+            out = op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
         outs = out if isinstance(out, tuple) else (out,)
         wrapped = _NotImplementedBackward.apply(f"gc_cpp::{name}", outs, *tensors)
         return wrapped if isinstance(out, tuple) else wrapped[0]

@@ -110,13 +110,13 @@ void check_dim(const char* op,
                shape_string(t));
 }
 
-int64_t sparse_dim(const Tensor& t) {
+int64_t coo_sparse_dim(const Tensor& t) {
   auto stack = make_stack(t);
   call_aten("aten::sparse_dim", "", stack);
   return torch::stable::detail::to<int64_t>(stack[0]);
 }
 
-int64_t dense_dim(const Tensor& t) {
+int64_t coo_dense_dim(const Tensor& t) {
   auto stack = make_stack(t);
   call_aten("aten::dense_dim", "", stack);
   return torch::stable::detail::to<int64_t>(stack[0]);
@@ -139,14 +139,14 @@ void check_adjacency(const char* op, const Tensor& adj) {
                layout_name(layout));
   check_dim(op, "adj", adj, 2, "(N, N)");
   if (layout == Layout::Sparse) {
-    const int64_t sparse = sparse_dim(adj);
+    const int64_t sparse = coo_sparse_dim(adj);
     GC_CPP_CHECK(sparse == 2,
                  op,
                  ": a sparse COO adj must have 2 sparse dimensions and no "
                  "dense ones, got sparse_dim ",
                  sparse,
                  " and dense_dim ",
-                 dense_dim(adj));
+                 coo_dense_dim(adj));
   }
   GC_CPP_CHECK(adj.size(0) == adj.size(1),
                op,

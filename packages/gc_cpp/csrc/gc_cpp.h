@@ -98,11 +98,13 @@ inline Tensor to_tensor(StableIValue value) {
   return torch::stable::detail::to<Tensor>(value);
 }
 
-// The ATen ops gc_cpp needs and the stable ops.h lacks.
-Tensor mm(const Tensor& a, const Tensor& b);
-Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+// The ATen ops gc_cpp needs and the stable ops.h lacks. Named apart from
+// ATen's: torch::stable gains ops with ATen's names (index_select came in
+// 2.14), which argument-dependent lookup would make ambiguous with ours.
+Tensor product(const Tensor& a, const Tensor& b);
+Tensor product_plus_bias(const Tensor& bias, const Tensor& a, const Tensor& b);
 // a.T of a dense 2-D tensor, a view.
-Tensor t(const Tensor& a);
+Tensor transposed(const Tensor& a);
 
 // adj as the matrix the products use: dense as it is; sparse COO as CSR
 // (MKL/cuSPARSE CSR kernels are several times faster than the COO path);

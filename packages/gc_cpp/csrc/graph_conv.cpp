@@ -13,24 +13,24 @@
 
 namespace gc_cpp {
 
-Tensor mm(const Tensor& a, const Tensor& b) {
+Tensor product(const Tensor& a, const Tensor& b) {
   auto stack = make_stack(a, b);
   call_aten("aten::mm", "", stack);
   return to_tensor(stack[0]);
 }
 
-Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+Tensor product_plus_bias(const Tensor& bias, const Tensor& a, const Tensor& b) {
   // bias + a @ b with the bias added inside the GEMM (beta = 1 on a
   // bias-filled output on CPU; cuBLASLt's bias epilogue on CUDA), no separate
   // pass over the output. aten::addmm takes Scalar beta and alpha, which
   // torch 2.13's stable dispatcher entry point cannot pass; aten::linear with
   // a 2-D input and a bias is that same addmm call, without them.
-  auto stack = make_stack(a, t(b), std::optional<Tensor>(bias));
+  auto stack = make_stack(a, transposed(b), std::optional<Tensor>(bias));
   call_aten("aten::linear", "", stack);
   return to_tensor(stack[0]);
 }
 
-Tensor t(const Tensor& a) {
+Tensor transposed(const Tensor& a) {
   // The transposed view made by the C shim itself: a dispatcher round trip
   // (torch::stable::transpose) costs about as much as a 16 x 16 product. The
   // shim's offset is added to a's own (0: the same first element).
@@ -50,7 +50,7 @@ Tensor unary(const char* name, const Tensor& a) {
   return to_tensor(stack[0]);
 }
 
-Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
   auto stack = make_stack(self, dim, index);
   call_aten("aten::index_select", "", stack);
   return to_tensor(stack[0]);
@@ -95,8 +95,8 @@ Tensor adj_for_products(const Tensor& adj) {
 }
 
 Tensor adj_transposed_mm(const Tensor& adj, const Tensor& rhs) {
-  return is_sparse_adj(adj) ? mm(sparse_adj_transposed(adj), rhs)
-                            : mm(t(adj), rhs);
+  return is_sparse_adj(adj) ? product(sparse_adj_transposed(adj), rhs)
+                            : product(transposed(adj), rhs);
 }
 
 namespace {
@@ -112,13 +112,14 @@ std::tuple<Tensor, Tensor> graph_conv_forward(
   const Tensor a = adj_for_products(adj);
   const bool has_bias = bias.has_value() && bias->defined();
   if (x_weight_first(weight.size(0), weight.size(1))) {
-    Tensor support = mm(x, weight);
-    Tensor out = has_bias ? addmm(*bias, a, support) : mm(a, support);
+    Tensor support = product(x, weight);
+    Tensor out =
+        has_bias ? product_plus_bias(*bias, a, support) : product(a, support);
     return {std::move(out), std::move(support)};
   }
-  Tensor aggregated = mm(a, x);
-  Tensor out =
-      has_bias ? addmm(*bias, aggregated, weight) : mm(aggregated, weight);
+  Tensor aggregated = product(a, x);
+  Tensor out = has_bias ? product_plus_bias(*bias, aggregated, weight)
+                        : product(aggregated, weight);
   return {std::move(out), std::move(aggregated)};
 }
 
@@ -141,9 +142,9 @@ Tensor graph_conv(Tensor adj,
 Tensor weight_grad(Tensor adj, Tensor x, Tensor grad) {
   check_weight_grad_inputs(adj, x, grad);
   if (x_weight_first(x.size(1), grad.size(1))) {
-    return mm(t(x), adj_transposed_mm(adj, grad));
+    return product(transposed(x), adj_transposed_mm(adj, grad));
   }
-  return mm(t(mm(adj_for_products(adj), x)), grad);
+  return product(transposed(product(adj_for_products(adj), x)), grad);
 }
 
 // Any device: stable sort of the column indices. The CPU kernel
@@ -166,9 +167,8 @@ std::tuple<Tensor, Tensor, Tensor> csr_transpose_composite(Tensor crow_indices,
   const Tensor order = to_tensor(sort[1]);
   auto to_csr = make_stack(sorted_col, num_cols, int32);
   call_aten("aten::_convert_indices_from_coo_to_csr", "", to_csr);
-  return {to_tensor(to_csr[0]),
-          index_select(row, 0, order),
-          index_select(values, 0, order)};
+  return {
+      to_tensor(to_csr[0]), gather(row, 0, order), gather(values, 0, order)};
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // CPU kernel of gc_cpp::_csr_transpose: the transpose of a CSR matrix as CSR,
 // by one counting sort over the column indices, O(nnz + num_cols).
 //
-// graph_conv's backward needs adj.T @ grad. ATen multiplies by adj.t() (a CSC
-// view) by converting it with a general sort on every call, which costs more
-// than the sparse product itself; see the package README for the figures.
+// graph_conv's backward needs adj.T @ grad. ATen multiplies by adj.t()
+// (a CSC view) by converting it with a general sort on every call, which costs
+// more than the sparse product itself; see the package README for the figures.
 #include <torch/headeronly/util/BFloat16.h>
 #include <torch/headeronly/util/Half.h>
 

@@ -15,7 +15,6 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
-#include <string>
 #include <tuple>
 
 namespace gc_cpp {
@@ -23,30 +22,6 @@ namespace gc_cpp {
 using torch::headeronly::Layout;
 using torch::headeronly::ScalarType;
 using torch::stable::Tensor;
-
-// The checks every entry point of graph_conv runs first: layouts (adj dense,
-// sparse COO or sparse CSR; the rest dense), dims, sizes against each other,
-// one floating dtype, one device. Throws std::runtime_error (RuntimeError in
-// Python) with a sentence naming the argument and its sizes. `op` prefixes
-// the message ("gc_cpp.graph_conv"). The fake kernels of ops.py run the same
-// checks in the same words over symbolic sizes.
-void check_graph_conv_inputs(const char* op,
-                             const Tensor& adj,
-                             const Tensor& x,
-                             const Tensor& weight,
-                             const std::optional<Tensor>& bias);
-
-// The arguments of _csr_transpose: 1-D crow/col indices of one integer dtype
-// (int32 or int64), as many values as column indices, one device.
-void check_csr_transpose_inputs(const Tensor& crow_indices,
-                                const Tensor& col_indices,
-                                const Tensor& values,
-                                int64_t num_cols);
-
-// The same for the seed's weight gradient (adj @ x).T @ grad.
-void check_weight_grad_inputs(const Tensor& adj,
-                              const Tensor& x,
-                              const Tensor& grad);
 
 // The one cost rule of the package, for forward and backward alike: with
 // F_out < F_in, adj @ (x @ weight) (the N x N product runs over F_out
@@ -63,8 +38,9 @@ inline bool is_sparse_adj(const Tensor& adj) {
 }
 
 // Throws std::runtime_error (RuntimeError in Python) whose message is the
-// arguments written one after the other. STD_TORCH_CHECK would prefix the
-// function, file and line, and the fake kernels' sentences must equal these.
+// arguments written one after the other: the sentences of the data-dependent
+// checks, which no fake kernel can make (STD_TORCH_CHECK would prefix the
+// function, file and line).
 template <typename... Args>
 [[noreturn]] void fail(const Args&... args) {
   std::ostringstream message;
@@ -116,13 +92,5 @@ Tensor adj_for_products(const Tensor& adj);
 // sort on CPU: multiplying by it is much faster than by adj.t(), a CSC view
 // that ATen converts on every call).
 Tensor adj_transposed_mm(const Tensor& adj, const Tensor& rhs);
-
-// ---- messages ---------------------------------------------------------------
-// The stable API prints neither layouts nor devices nor shapes; these write
-// them as c10 does, so the sentences stay those of the full-ABI build.
-
-const char* layout_name(Layout layout);
-std::string device_name(const Tensor& t);
-std::string shape_string(const Tensor& t);
 
 }  // namespace gc_cpp

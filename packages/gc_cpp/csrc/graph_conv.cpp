@@ -5,7 +5,9 @@
 //
 // Registered as CompositeExplicitAutograd: they run below autograd (whose
 // kernel is in ops.py), and torch.compile sees them as opaque ops with the
-// fake kernels of ops.py.
+// fake kernels of ops.py. They do not check their arguments: ops.py has run
+// the op's checks before they are called (see gc_cpp.cpp), and a caller that
+// bypasses it gets the errors of the ATen ops they are made of.
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,8 @@ Tensor transposed(const Tensor& a) {
   // The transposed view made by the C shim itself: a dispatcher round trip
   // (torch::stable::transpose) costs about as much as a 16 x 16 product. The
   // shim's offset is added to a's own (0: the same first element).
+  // The one view not made by an ATen op, which would check its arguments.
+  STD_TORCH_CHECK(a.dim() == 2, "gc_cpp: transposed() needs a 2-D tensor");
   const std::array<int64_t, 2> sizes{a.size(1), a.size(0)};
   const std::array<int64_t, 2> strides{a.stride(1), a.stride(0)};
   AtenTensorHandle view = nullptr;
@@ -108,7 +112,6 @@ std::tuple<Tensor, Tensor> graph_conv_forward(
     const Tensor& x,
     const Tensor& weight,
     const std::optional<Tensor>& bias) {
-  check_graph_conv_inputs("gc_cpp.graph_conv", adj, x, weight, bias);
   const Tensor a = adj_for_products(adj);
   const bool has_bias = bias.has_value() && bias->defined();
   if (x_weight_first(weight.size(0), weight.size(1))) {
@@ -140,7 +143,6 @@ Tensor graph_conv(Tensor adj,
 
 // The seed's gc_backward, (adj @ x).T @ grad, in the cheaper order.
 Tensor weight_grad(Tensor adj, Tensor x, Tensor grad) {
-  check_weight_grad_inputs(adj, x, grad);
   if (x_weight_first(x.size(1), grad.size(1))) {
     return product(transposed(x), adj_transposed_mm(adj, grad));
   }
@@ -153,7 +155,6 @@ std::tuple<Tensor, Tensor, Tensor> csr_transpose_composite(Tensor crow_indices,
                                                            Tensor col_indices,
                                                            Tensor values,
                                                            int64_t num_cols) {
-  check_csr_transpose_inputs(crow_indices, col_indices, values, num_cols);
   const bool int32 = col_indices.scalar_type() == ScalarType::Int;
   auto to_coo = make_stack(crow_indices, col_indices, int32, false);
   call_aten("aten::_convert_indices_from_csr_to_coo", "", to_coo);

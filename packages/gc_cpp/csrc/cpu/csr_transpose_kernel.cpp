@@ -75,8 +75,8 @@ void transpose_csr(const index_t* crow,
   }
 }
 
-// The values' dtype, then the kernel: the four floating dtypes the checks let
-// through.
+// The values' dtype, then the kernel: the four floating dtypes the checks of
+// ops.py let through.
 template <typename index_t>
 void dispatch_values(const Tensor& crow,
                      const Tensor& col,
@@ -119,10 +119,21 @@ std::tuple<Tensor, Tensor, Tensor> csr_transpose_cpu(Tensor crow_indices,
                                                      Tensor col_indices,
                                                      Tensor values,
                                                      int64_t num_cols) {
-  check_csr_transpose_inputs(crow_indices, col_indices, values, num_cols);
-  GC_CPP_CHECK(col_indices.is_cpu(),
-               "gc_cpp._csr_transpose: the CPU kernel got tensors on ",
-               device_name(col_indices));
+  // ops.py has checked the arguments (gc_cpp.cpp says why not here); these
+  // are the invariants the loops below rely on for memory safety, for a
+  // caller that bypasses it.
+  const ScalarType index_dtype = col_indices.scalar_type();
+  STD_TORCH_CHECK(
+      crow_indices.is_cpu() && col_indices.is_cpu() && values.is_cpu(),
+      "gc_cpp._csr_transpose: the CPU kernel needs CPU tensors");
+  STD_TORCH_CHECK(
+      (index_dtype == ScalarType::Int || index_dtype == ScalarType::Long) &&
+          crow_indices.scalar_type() == index_dtype,
+      "gc_cpp._csr_transpose: indices must be both int32 or both int64");
+  STD_TORCH_CHECK(crow_indices.numel() >= 1 &&
+                      col_indices.numel() == values.numel() && num_cols >= 0,
+                  "gc_cpp._csr_transpose: needs num_rows + 1 >= 1 row "
+                  "pointers, one value per column index and num_cols >= 0");
   const int64_t num_rows = crow_indices.numel() - 1;
   const int64_t nnz = col_indices.numel();
   const std::vector<int64_t> crow_size{num_cols + 1};

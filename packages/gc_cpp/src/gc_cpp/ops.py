@@ -1,11 +1,20 @@
-"""Typed wrappers for the gc_cpp ops, their fake kernels and autograd, and
-normalize_adjacency.
+"""Typed wrappers for the gc_cpp ops, their argument checks, fake kernels and autograd,
+and normalize_adjacency.
 
 The kernels are in C++ (csrc/), on LibTorch's stable ABI, composed of ATen products (so
 they run on any device). The stable ABI has neither C++ autograd nor symbolic sizes, so
 graph_conv's autograd kernel and the fake kernels that let torch.compile, torch.export and
-the meta device trace the ops are here; the fake kernels run the C++ checks in the same
-words (the tests compare the two sentence by sentence).
+the meta device trace the ops are here.
+
+The user-facing argument checks (None, layout, dim, dtype, device, a square adj, sizes
+against each other) live here only, in one function per op, and serve every path: the
+fake kernels call it, and every eager call reaches it before a C++ kernel runs, in the
+op's Autograd kernel or, where autograd is off (inference_mode, tensors without autograd
+keys), in its BackendSelect kernel; each call runs it once. The C++ keeps only what no
+fake kernel can check (index values inside _csr_transpose's loops) and the invariants its
+raw loops and views rely on; the kernels that only compose ATen products are guarded by
+ATen's own checks, so a C++ caller that bypasses this module gets ATen's error, not a
+crash.
 """
 
 from __future__ import annotations
@@ -103,8 +112,9 @@ def _inv_sqrt_degree(degree: torch.Tensor) -> torch.Tensor:
     return torch.where(positive, torch.where(positive, degree, 1.0).rsqrt(), 0.0)
 
 
-# ---- normalize_adjacency's checks: check_adjacency and check_floating of csrc/gc_cpp.cpp,
-# in the same words (a Python function, not an op: no C++ kernel runs for it) -----------
+# ---- the argument checks: the one copy, for the real kernels and the fake ones ----------
+# Messages name dtypes and layouts as c10 prints them (Double, SparseCsr), as the C++
+# checks did before they moved here.
 
 _DTYPE_NAMES = {
     torch.float16: "Half",
@@ -186,7 +196,7 @@ def _check_floating(op: str, dtype: torch.dtype) -> None:
 
 
 def _check_defined(op: str, name: str, t: torch.Tensor | None) -> None:
-    # None passed for a Tensor argument: the C++ kernel sees an undefined tensor.
+    # None passed for a Tensor argument: the C++ kernel would see an undefined tensor.
     _raise_unless(t is not None, lambda: f"{op}: {name} must be a tensor, got None")
 
 
@@ -202,7 +212,42 @@ def _device(t: torch.Tensor) -> str:
 
 
 def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
-    """check_graph_conv_inputs of csrc/gc_cpp.cpp."""
+    """graph_conv's and _graph_conv_forward's checks; `op` prefixes the messages."""
+    if adj is not None and x is not None and weight is not None:
+        # Every eager call runs this: good input is let through by one expression (each
+        # check below costs some 0.2 us). It accepts only input that passes all of them;
+        # for anything else they run, and the first that fails names the problem.
+        dtype, device, f_out = x.dtype, x.device, weight.shape[-1:]
+        adj_layout, adj_shape, x_shape, weight_shape = adj.layout, adj.shape, x.shape, weight.shape
+        if (
+            dtype in _FLOATING
+            and adj.dtype == dtype
+            and weight.dtype == dtype
+            and adj.device == device
+            and weight.device == device
+            and x.layout == torch.strided
+            and weight.layout == torch.strided
+            and len(adj_shape) == 2
+            and len(x_shape) == 2
+            and len(weight_shape) == 2
+            and (
+                adj_layout == torch.strided
+                or adj_layout == torch.sparse_csr
+                or (adj_layout == torch.sparse_coo and adj.sparse_dim() == 2)
+            )
+            and adj_shape[0] == adj_shape[1] == x_shape[0]
+            and weight_shape[0] == x_shape[1]
+            and (
+                bias is None
+                or (
+                    bias.dtype == dtype
+                    and bias.device == device
+                    and bias.layout == torch.strided
+                    and bias.shape == f_out
+                )
+            )
+        ):
+            return
     _check_defined(op, "adj", adj)
     _check_defined(op, "x", x)
     _check_defined(op, "weight", weight)
@@ -261,7 +306,30 @@ def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
 
 
 def _check_weight_grad_inputs(adj, x, grad) -> None:
-    """check_weight_grad_inputs of csrc/gc_cpp.cpp."""
+    """weight_grad's checks (the seed's gc_backward, hence gc_cpp.backward)."""
+    if adj is not None and x is not None and grad is not None:
+        # As in _check_graph_conv_inputs: good input through one expression.
+        dtype, device = x.dtype, x.device
+        adj_layout, adj_shape, x_shape, grad_shape = adj.layout, adj.shape, x.shape, grad.shape
+        if (
+            dtype in _FLOATING
+            and adj.dtype == dtype
+            and grad.dtype == dtype
+            and adj.device == device
+            and grad.device == device
+            and x.layout == torch.strided
+            and grad.layout == torch.strided
+            and len(adj_shape) == 2
+            and len(x_shape) == 2
+            and len(grad_shape) == 2
+            and (
+                adj_layout == torch.strided
+                or adj_layout == torch.sparse_csr
+                or (adj_layout == torch.sparse_coo and adj.sparse_dim() == 2)
+            )
+            and adj_shape[0] == adj_shape[1] == x_shape[0] == grad_shape[0]
+        ):
+            return
     op = "gc_cpp.backward"
     _check_defined(op, "adj", adj)
     _check_defined(op, "x", x)
@@ -304,7 +372,26 @@ def _check_weight_grad_inputs(adj, x, grad) -> None:
 
 
 def _check_csr_transpose_inputs(crow, col, values, num_cols) -> None:
-    """check_csr_transpose_inputs of csrc/gc_cpp.cpp."""
+    """_csr_transpose's checks; the C++ kernel checks the index values."""
+    if crow is not None and col is not None and values is not None:
+        # As in _check_graph_conv_inputs: good input through one expression.
+        index_dtype, device, nnz = col.dtype, col.device, col.shape
+        if (
+            (index_dtype == torch.int64 or index_dtype == torch.int32)
+            and crow.dtype == index_dtype
+            and values.dtype in _FLOATING
+            and crow.device == device
+            and values.device == device
+            and crow.layout == torch.strided
+            and col.layout == torch.strided
+            and values.layout == torch.strided
+            and len(nnz) == 1
+            and values.shape == nnz
+            and crow.dim() == 1
+            and crow.shape[0] >= 1
+            and num_cols >= 0
+        ):
+            return
     op = "gc_cpp._csr_transpose"
     _check_defined(op, "crow_indices", crow)
     _check_defined(op, "col_indices", col)
@@ -356,11 +443,24 @@ def _x_weight_first(f_in, f_out) -> bool:
     return f_out < f_in
 
 
+def _check_graph_conv(adj, x, weight, bias=None) -> None:
+    _check_graph_conv_inputs("gc_cpp.graph_conv", adj, x, weight, bias)
+
+
+# Each op's one check function, which its fake, Autograd and BackendSelect kernels call.
+_CHECKS = {
+    "graph_conv": _check_graph_conv,
+    "_graph_conv_forward": _check_graph_conv,
+    "weight_grad": _check_weight_grad_inputs,
+    "_csr_transpose": _check_csr_transpose_inputs,
+}
+
+
 # ---- fake kernels: the checks above, then empty results of the right shapes -------------
 
 
 def _graph_conv_fake(adj, x, weight, bias=None):
-    _check_graph_conv_inputs("gc_cpp.graph_conv", adj, x, weight, bias)
+    _check_graph_conv(adj, x, weight, bias)
     return x.new_empty((adj.shape[0], weight.shape[1]))
 
 
@@ -416,7 +516,11 @@ for _name in ("graph_conv", "_graph_conv_forward", "weight_grad"):
 # _graph_conv_forward instead, so backward reuses the intermediate the forward made.
 
 _SPARSE = (torch.sparse_coo, torch.sparse_csr)
-_BELOW_AUTOGRAD = torch._C._after_autograd_keyset
+_BACKEND_SELECT = torch._C.DispatchKey.BackendSelect
+# Below the Autograd kernels, which have run the checks: past the BackendSelect kernels
+# that would run them again.
+_BELOW_CHECKS = torch._C._after_autograd_keyset.remove(_BACKEND_SELECT)
+_BELOW_BACKEND_SELECT = torch._C._dispatch_keyset_full_after(_BACKEND_SELECT)
 
 
 def _adj_for_products(adj: torch.Tensor) -> torch.Tensor:
@@ -446,9 +550,8 @@ class _GraphConvFunction(torch.autograd.Function):
     def forward(ctx, keyset, adj, x, weight, bias):
         # Grad mode is off in here, so the ATen ops the kernel calls record nothing.
         out, intermediate = _graph_conv_forward.redispatch(
-            keyset & _BELOW_AUTOGRAD, adj, x, weight, bias
+            keyset & _BELOW_CHECKS, adj, x, weight, bias
         )
-        # After the call: the checks have run, so the shapes are valid.
         x_first = _x_weight_first(weight.shape[0], weight.shape[1])
         needs = ctx.needs_input_grad
         keep = needs[1] if x_first else needs[3]  # grad_adj uses S, grad_weight uses H
@@ -497,22 +600,20 @@ def _requires_grad(*tensors) -> bool:
 
 
 def _graph_conv_autograd(keyset, adj, x, weight, bias=None):
-    # Every call of graph_conv enters this Python kernel (the stable ABI has no C++
-    # autograd), so the common case is kept short.
-    try:
-        needs_grad = torch.is_grad_enabled() and (
-            x.requires_grad
-            or weight.requires_grad
-            or adj.requires_grad
-            or (bias is not None and bias.requires_grad)
-        )
-    except AttributeError:  # None for a tensor: the C++ checks name it
-        needs_grad = False
+    # Every eager call of graph_conv with autograd on enters this Python kernel (the
+    # stable ABI has no C++ autograd), so the common case is kept short.
+    _check_graph_conv(adj, x, weight, bias)
+    needs_grad = torch.is_grad_enabled() and (
+        x.requires_grad
+        or weight.requires_grad
+        or adj.requires_grad
+        or (bias is not None and bias.requires_grad)
+    )
     if not needs_grad:
         # Nothing to record: no autograd node, no saved tensors. The ATen ops the kernel
         # calls pass their autograd kernels, which record nothing either, as no input
         # requires grad (or grad mode is off); a guard would cost more than it saves.
-        return _graph_conv.redispatch(keyset & _BELOW_AUTOGRAD, adj, x, weight, bias)
+        return _graph_conv.redispatch(keyset & _BELOW_CHECKS, adj, x, weight, bias)
     _raise_unless(
         not (adj.layout in _SPARSE and adj.requires_grad),
         lambda: (
@@ -541,14 +642,16 @@ def _not_differentiable(name: str):
     # The ops that are not differentiable run below autograd; a backward through their
     # outputs raises, instead of the default fallback's warning and missing gradients.
     op = getattr(torch.ops.gc_cpp, name).default
+    check = _CHECKS[name]
 
     def kernel(keyset, *args):
+        check(*args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if not _requires_grad(*tensors):
             # As graph_conv's kernel: nothing to record, no guard needed.
-            return op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+            return op.redispatch(keyset & _BELOW_CHECKS, *args)
         with torch._C._AutoDispatchBelowAutograd():
-            out = op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+            out = op.redispatch(keyset & _BELOW_CHECKS, *args)
         outs = out if isinstance(out, tuple) else (out,)
         wrapped = _NotImplementedBackward.apply(f"gc_cpp::{name}", outs, *tensors)
         return wrapped if isinstance(out, tuple) else wrapped[0]
@@ -559,3 +662,25 @@ def _not_differentiable(name: str):
 _lib.impl("graph_conv", _graph_conv_autograd, "Autograd", with_keyset=True)
 for _name in ("_graph_conv_forward", "weight_grad", "_csr_transpose"):
     _lib.impl(_name, _not_differentiable(_name), "Autograd", with_keyset=True)
+
+
+# ---- the checks where autograd is off ---------------------------------------------------
+# Under inference_mode, or for tensors without autograd keys, no Autograd kernel runs.
+# BackendSelect is in every call's key set and runs after the Autograd kernels, which skip
+# it, and before every backend (CPU, CUDA, Meta, sparse): its kernel runs the checks on
+# exactly the calls that did not pass an Autograd kernel.
+
+
+def _checked(name: str):
+    op = getattr(torch.ops.gc_cpp, name).default
+    check = _CHECKS[name]
+
+    def kernel(keyset, *args):
+        check(*args)
+        return op.redispatch(keyset & _BELOW_BACKEND_SELECT, *args)
+
+    return kernel
+
+
+for _name in _CHECKS:
+    _lib.impl(_name, _checked(_name), "BackendSelect", with_keyset=True)

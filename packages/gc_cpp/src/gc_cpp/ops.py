@@ -211,43 +211,65 @@ def _device(t: torch.Tensor) -> str:
     return str(t.device)
 
 
+def _check_adj_columns_x_rows(op: str, adj: torch.Tensor, x: torch.Tensor) -> None:
+    _raise_unless(
+        adj.shape[1] == x.shape[0],
+        lambda: (
+            f"{op}: adj has {adj.shape[1]} columns but x has {x.shape[0]} rows (adj "
+            f"{_shape(adj)}, x {_shape(x)}); x must be (N, F_in) with N = adj.size(1)"
+        ),
+    )
+
+
+def _adj_x_and_valid(adj, x, other) -> bool:
+    """Whether adj, x and a third dense 2-D tensor pass the checks that graph_conv's and
+    weight_grad's share: one floating dtype, one device, layouts, 2-D, adj square with
+    as many columns as x has rows.
+
+    Every eager call runs an op's checks: good input is let through by one expression
+    (each step of a check function costs some 0.2 us), which accepts only what passes every
+    step; anything else takes the steps, and the first that fails names the problem.
+    """
+    if adj is None or x is None or other is None:
+        return False
+    dtype, device, layout = x.dtype, x.device, adj.layout
+    adj_shape = adj.shape
+    return (
+        dtype in _FLOATING
+        and adj.dtype == dtype
+        and other.dtype == dtype
+        and adj.device == device
+        and other.device == device
+        and x.layout == torch.strided
+        and other.layout == torch.strided
+        and len(adj_shape) == 2
+        and x.dim() == 2
+        and other.dim() == 2
+        and (
+            layout == torch.strided
+            or layout == torch.sparse_csr
+            or (layout == torch.sparse_coo and adj.sparse_dim() == 2)
+        )
+        and adj_shape[0] == adj_shape[1] == x.shape[0]
+    )
+
+
 def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
     """graph_conv's and _graph_conv_forward's checks; `op` prefixes the messages."""
-    if adj is not None and x is not None and weight is not None:
-        # Every eager call runs this: good input is let through by one expression (each
-        # check below costs some 0.2 us). It accepts only input that passes all of them;
-        # for anything else they run, and the first that fails names the problem.
-        dtype, device, f_out = x.dtype, x.device, weight.shape[-1:]
-        adj_layout, adj_shape, x_shape, weight_shape = adj.layout, adj.shape, x.shape, weight.shape
-        if (
-            dtype in _FLOATING
-            and adj.dtype == dtype
-            and weight.dtype == dtype
-            and adj.device == device
-            and weight.device == device
-            and x.layout == torch.strided
-            and weight.layout == torch.strided
-            and len(adj_shape) == 2
-            and len(x_shape) == 2
-            and len(weight_shape) == 2
-            and (
-                adj_layout == torch.strided
-                or adj_layout == torch.sparse_csr
-                or (adj_layout == torch.sparse_coo and adj.sparse_dim() == 2)
+    if (
+        _adj_x_and_valid(adj, x, weight)
+        and weight.shape[0] == x.shape[1]
+        and (
+            bias is None
+            or (
+                bias.dtype == x.dtype
+                and bias.device == x.device
+                and bias.layout == torch.strided
+                and bias.shape == weight.shape[1:]
             )
-            and adj_shape[0] == adj_shape[1] == x_shape[0]
-            and weight_shape[0] == x_shape[1]
-            and (
-                bias is None
-                or (
-                    bias.dtype == dtype
-                    and bias.device == device
-                    and bias.layout == torch.strided
-                    and bias.shape == f_out
-                )
-            )
-        ):
-            return
+        )
+    ):
+        return
     _check_defined(op, "adj", adj)
     _check_defined(op, "x", x)
     _check_defined(op, "weight", weight)
@@ -279,13 +301,7 @@ def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
     _check_dim(op, "weight", weight, 2, "(F_in, F_out)")
     if has_bias:
         _check_dim(op, "bias", bias, 1, "(F_out,)")
-    _raise_unless(
-        adj.shape[1] == x.shape[0],
-        lambda: (
-            f"{op}: adj has {adj.shape[1]} columns but x has {x.shape[0]} rows (adj "
-            f"{_shape(adj)}, x {_shape(x)}); x must be (N, F_in) with N = adj.size(1)"
-        ),
-    )
+    _check_adj_columns_x_rows(op, adj, x)
     _raise_unless(
         weight.shape[0] == x.shape[1],
         lambda: (
@@ -307,29 +323,8 @@ def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
 
 def _check_weight_grad_inputs(adj, x, grad) -> None:
     """weight_grad's checks (the seed's gc_backward, hence gc_cpp.backward)."""
-    if adj is not None and x is not None and grad is not None:
-        # As in _check_graph_conv_inputs: good input through one expression.
-        dtype, device = x.dtype, x.device
-        adj_layout, adj_shape, x_shape, grad_shape = adj.layout, adj.shape, x.shape, grad.shape
-        if (
-            dtype in _FLOATING
-            and adj.dtype == dtype
-            and grad.dtype == dtype
-            and adj.device == device
-            and grad.device == device
-            and x.layout == torch.strided
-            and grad.layout == torch.strided
-            and len(adj_shape) == 2
-            and len(x_shape) == 2
-            and len(grad_shape) == 2
-            and (
-                adj_layout == torch.strided
-                or adj_layout == torch.sparse_csr
-                or (adj_layout == torch.sparse_coo and adj.sparse_dim() == 2)
-            )
-            and adj_shape[0] == adj_shape[1] == x_shape[0] == grad_shape[0]
-        ):
-            return
+    if _adj_x_and_valid(adj, x, grad) and grad.shape[0] == adj.shape[0]:
+        return
     op = "gc_cpp.backward"
     _check_defined(op, "adj", adj)
     _check_defined(op, "x", x)
@@ -354,13 +349,7 @@ def _check_weight_grad_inputs(adj, x, grad) -> None:
     _check_adjacency(op, adj)
     _check_dim(op, "x", x, 2, "(N, F_in)")
     _check_dim(op, "grad", grad, 2, "(N, F_out)")
-    _raise_unless(
-        adj.shape[1] == x.shape[0],
-        lambda: (
-            f"{op}: adj has {adj.shape[1]} columns but x has {x.shape[0]} rows (adj "
-            f"{_shape(adj)}, x {_shape(x)}); x must be (N, F_in) with N = adj.size(1)"
-        ),
-    )
+    _check_adj_columns_x_rows(op, adj, x)
     _raise_unless(
         grad.shape[0] == adj.shape[0],
         lambda: (
@@ -374,7 +363,7 @@ def _check_weight_grad_inputs(adj, x, grad) -> None:
 def _check_csr_transpose_inputs(crow, col, values, num_cols) -> None:
     """_csr_transpose's checks; the C++ kernel checks the index values."""
     if crow is not None and col is not None and values is not None:
-        # As in _check_graph_conv_inputs: good input through one expression.
+        # As in _adj_x_and_valid: good input through one expression.
         index_dtype, device, nnz = col.dtype, col.device, col.shape
         if (
             (index_dtype == torch.int64 or index_dtype == torch.int32)

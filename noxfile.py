@@ -8,6 +8,7 @@
     nox -s bench -- --all-torch       # ... under every version, side by side
     nox -s sanitize                   # ASan/UBSan builds, their own venv, every suite
     nox -s build | lint | examples | gpu
+    nox -s abi                        # stable-ABI wheels: built once, tested under every torch
 
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
 sessions and kept between runs. A package is rebuilt only when its files, shared_build or
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nox
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES_DIR = ROOT / "packages"
@@ -119,6 +121,7 @@ class Package:
     common: Path | None = (
         None  # a source folder shared with other packages ([tool.shared_build] common)
     )
+    abi: str = "full"  # "full" | "stable", from [tool.shared_build]
 
 
 def discover_packages() -> list[Package]:
@@ -141,6 +144,7 @@ def discover_packages() -> list[Package]:
                 common=(pyproject.parent / table["common"]).resolve()
                 if "common" in table
                 else None,
+                abi=table.get("abi", "full"),
             )
         )
     return found
@@ -513,6 +517,73 @@ def build(session: nox.Session) -> None:
             with session.chdir(package.root):
                 env.run(env.python, "setup.py", "-q", "sdist", "-d", str(out))
         session.log(f"{env.summary()}; wheels and sdists in {out.relative_to(ROOT)}")
+
+
+def _library_digests(env: TorchEnv, package: str) -> dict[str, str]:
+    """sha256 of each shared library of the installed package, by file name."""
+    script = (
+        "import hashlib, json, pathlib, importlib.util as u; "
+        f"d = pathlib.Path(u.find_spec({package!r}).origin).parent; "
+        "print(json.dumps({p.name: hashlib.sha256(p.read_bytes()).hexdigest() "
+        "for p in sorted(d.iterdir()) if p.suffix == '.so'}))"
+    )
+    out = env.run(env.python, "-c", script, silent=True)
+    return json.loads(str(out).strip().splitlines()[-1])
+
+
+@nox.session(venv_backend="none", default=False)
+def abi(session: nox.Session) -> None:
+    """Each stable-ABI package's wheel, built once under the oldest torch, tested under every torch."""
+    import zipfile
+
+    packages = discover_packages()
+    stable = [p for p in packages if p.abi == "stable"]
+    if not stable:
+        session.error('no package sets [tool.shared_build] abi = "stable"')
+    requirements = all_requirements(packages)
+    for package in stable:
+        # The oldest torch of the matrix; a package with CUDA code needs a CUDA torch to
+        # compile its _C_cuda library: the oldest CUDA build of the matrix.
+        has_cuda = package.cuda != "none" and any((package.root / "csrc").rglob("*.cu"))
+        builder_version = SUPPORTED_TORCH[1] if has_cuda else SUPPORTED_TORCH[0]
+        builder = TorchEnv(session, builder_version).ensure(requirements)
+        builder.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
+        out = ROOT / "dist" / "abi" / package.name
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        start = time.perf_counter()
+        builder.pip(
+            "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(out), str(package.root),
+            env=build_env(),
+        )  # fmt: skip
+        (wheel,) = out.glob(f"{package.name}-*.whl")
+        session.log(
+            f"{package.name}: {wheel.name} built under torch {builder_version} "
+            f"in {time.perf_counter() - start:.0f} s"
+        )
+        with zipfile.ZipFile(wheel) as archive:
+            shipped = {
+                Path(name).name: hashlib.sha256(archive.read(name)).hexdigest()
+                for name in archive.namelist()
+                if name.endswith(".so")
+            }
+        for version in SUPPORTED_TORCH:
+            if version == builder_version or Version(version) < Version(builder_version):
+                continue
+            env = TorchEnv(session, version).ensure(requirements)
+            env.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
+            # The wheel file itself, not the source: pip cannot rebuild anything.
+            env.pip("install", "-q", "--no-deps", "--force-reinstall", str(wheel))
+            # The tests session rebuilds its own copy next time it runs here.
+            env.stamp(package.name).unlink(missing_ok=True)
+            installed = _library_digests(env, package.name)
+            if installed != shipped:
+                session.error(
+                    f"{package.name} under torch {version}: the installed libraries "
+                    f"{sorted(installed)} are not the wheel's {sorted(shipped)} (rebuilt?)"
+                )
+            env.run(env.python, "-m", "pytest", str(package.root / "tests"), *session.posargs)
+            session.log(f"{package.name}: {wheel.name} passed its tests under torch {version}")
 
 
 @nox.session

@@ -29,6 +29,12 @@ def package_names() -> list[str]:
     return [p.name for p in PACKAGE_DIRS]
 
 
+def is_stable(root: Path) -> bool:
+    """[tool.shared_build] abi = "stable": one wheel for the target torch and every newer one."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    return project.get("tool", {}).get("shared_build", {}).get("abi") == "stable"
+
+
 def import_or_skip(name: str):
     if name in SKIPPED:
         pytest.skip(f"{name} not built in this environment: {SKIPPED[name]}")
@@ -46,9 +52,12 @@ def test_layout(root: Path):
     name = root.name
     project = tomllib.loads((root / "pyproject.toml").read_text())
     assert project["project"]["name"] == name, "the package name is its folder's name"
-    assert "torch" not in " ".join(project["build-system"]["requires"]), (
-        "torch must not be a build requirement: the build must see the torch you run"
-    )
+    if not is_stable(root):
+        # A stable-ABI package pins its target torch instead
+        # (shared_build/tests/test_stable_abi.py checks the pin).
+        assert "torch" not in " ".join(project["build-system"]["requires"]), (
+            "torch must not be a build requirement: the build must see the torch you run"
+        )
     assert "setup_kwargs(here" in (root / "setup.py").read_text()
     assert list((root / "csrc").rglob("*.cpp")), "C++ sources live in csrc/"
     assert (root / "src" / name / "__init__.py").is_file()
@@ -77,7 +86,14 @@ def test_imports_and_records_its_build(name: str):
     module = import_or_skip(name)
     info = module._build_info.BUILD_INFO
     assert info["package"] == name
-    assert info["torch"] == torch.__version__, "the environment's torch is the one built against"
+    if info.get("abi") == "stable":
+        from packaging.version import Version
+
+        assert Version(torch.__version__) >= Version(info["torch_target"])
+    else:
+        assert info["torch"] == torch.__version__, (
+            "the environment's torch is the one built against"
+        )
     assert ops_of(name), f"{name} registers its ops in the {name} namespace"
 
 
@@ -100,6 +116,16 @@ def test_every_op_has_a_fake_kernel(name: str):
 @pytest.mark.parametrize("name", package_names())
 def test_import_check_names_both_versions(name: str):
     module = import_or_skip(name)
+    if module._build_info.BUILD_INFO.get("abi") == "stable":
+        # Any torch from the target on will do; a target above the running torch will not.
+        newer = {**module._build_info.BUILD_INFO, "torch_target": "99.0"}
+        with pytest.raises(
+            ImportError,
+            match=rf"{name} is built on the stable ABI for torch 99.0 and newer but torch .* "
+            r"is installed; upgrade torch with: pip install 'torch>=99.0'",
+        ):
+            module._build_info.check_compatible(newer)
+        return
     stale = {**module._build_info.BUILD_INFO, "torch": "1.13.1"}
     with pytest.raises(
         ImportError,

@@ -1,79 +1,96 @@
-// Declarations shared by the registration, the composite kernels, the autograd
-// kernel and the CPU kernel of gc_cpp.
+// Declarations shared by the registration, the composite kernels and the CPU
+// kernel of gc_cpp. Stable ABI: only torch/csrc/stable, torch/headeronly and
+// the C shim, so one build loads under every torch from 2.13 on.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-#include <c10/core/SymInt.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/core/Layout.h>
+#include <torch/headeronly/core/ScalarType.h>
+#include <torch/headeronly/util/Exception.h>
 
+#include <array>
+#include <cstdint>
 #include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 namespace gc_cpp {
 
-// The checks every entry point of graph_conv runs first: layouts (adj dense,
-// sparse COO or sparse CSR; the rest dense), dims, sizes against each other,
-// one floating dtype, one device. Throws c10::Error (RuntimeError in Python)
-// with a sentence naming the argument and its sizes. `op` prefixes the
-// message ("gc_cpp.graph_conv"). Uses symbolic sizes, so it also runs on the
-// fake tensors of torch.compile without specialising them.
-void check_graph_conv_inputs(const char* op,
-                             const at::Tensor& adj,
-                             const at::Tensor& x,
-                             const at::Tensor& weight,
-                             const std::optional<at::Tensor>& bias);
-
-// The adjacency alone: dense (strided), sparse COO with 2 sparse dims, or
-// sparse CSR; 2-D and square.
-void check_adjacency(const char* op, const at::Tensor& adj);
-
-// float16, bfloat16, float32 or float64.
-void check_floating(const char* op, at::ScalarType dtype);
-
-// The arguments of _csr_transpose: 1-D crow/col indices of one integer dtype
-// (int32 or int64), as many values as column indices, one device.
-void check_csr_transpose_inputs(const at::Tensor& crow_indices,
-                                const at::Tensor& col_indices,
-                                const at::Tensor& values,
-                                int64_t num_cols);
-
-// The same for the seed's weight gradient (adj @ x).T @ grad.
-void check_weight_grad_inputs(const at::Tensor& adj,
-                              const at::Tensor& x,
-                              const at::Tensor& grad);
+using torch::headeronly::Layout;
+using torch::headeronly::ScalarType;
+using torch::stable::Tensor;
 
 // The one cost rule of the package, for forward and backward alike: with
 // F_out < F_in, adj @ (x @ weight) (the N x N product runs over F_out
 // columns), else (adj @ x) @ weight (it runs over F_in). Both orders share the
 // N * F_in * F_out product; the adjacency product costs N^2 (or nnz) times the
-// narrower feature width.
-inline bool x_weight_first(const c10::SymInt& f_in, const c10::SymInt& f_out) {
+// narrower feature width. ops.py's autograd applies the same rule.
+inline bool x_weight_first(int64_t f_in, int64_t f_out) {
   return f_out < f_in;
 }
 
-inline bool is_sparse_adj(const at::Tensor& adj) {
-  return adj.layout() == at::kSparse || adj.layout() == at::kSparseCsr;
+inline bool is_sparse_adj(const Tensor& adj) {
+  const Layout layout = adj.layout();
+  return layout == Layout::Sparse || layout == Layout::SparseCsr;
 }
+
+// Throws std::runtime_error (RuntimeError in Python) whose message is the
+// arguments written one after the other: the sentences of the data-dependent
+// checks, which no fake kernel can make (STD_TORCH_CHECK would prefix the
+// function, file and line).
+template <typename... Args>
+[[noreturn]] void fail(const Args&... args) {
+  std::ostringstream message;
+  ((message << args), ...);
+  throw std::runtime_error(message.str());
+}
+
+#define GC_CPP_CHECK(cond, ...)    \
+  do {                             \
+    if (!(cond)) {                 \
+      ::gc_cpp::fail(__VA_ARGS__); \
+    }                              \
+  } while (false)
+
+// Calls an ATen op through the stable dispatcher entry point: `stack` holds
+// every argument of the schema (defaults included) and receives the outputs.
+template <size_t N>
+void call_aten(const char* name,
+               const char* overload,
+               std::array<StableIValue, N>& stack) {
+  STABLE_TORCH_ERROR_CODE_CHECK(
+      torch_call_dispatcher(name, overload, stack.data(), TORCH_ABI_VERSION));
+}
+
+template <typename... Args>
+std::array<StableIValue, sizeof...(Args)> make_stack(const Args&... args) {
+  return {torch::stable::detail::from(args)...};
+}
+
+inline Tensor to_tensor(StableIValue value) {
+  return torch::stable::detail::to<Tensor>(value);
+}
+
+// The ATen ops gc_cpp needs and the stable ops.h lacks. Named apart from
+// ATen's: torch::stable gains ops with ATen's names (index_select came in
+// 2.14), which argument-dependent lookup would make ambiguous with ours.
+Tensor product(const Tensor& a, const Tensor& b);
+Tensor product_plus_bias(const Tensor& bias, const Tensor& a, const Tensor& b);
+// a.T of a dense 2-D tensor, a view.
+Tensor transposed(const Tensor& a);
 
 // adj as the matrix the products use: dense as it is; sparse COO as CSR
 // (MKL/cuSPARSE CSR kernels are several times faster than the COO path);
 // sparse CSR as it is.
-at::Tensor adj_for_products(const at::Tensor& adj);
-
-// adj.T as a sparse CSR matrix, built by gc_cpp::_csr_transpose (a counting
-// sort on CPU). Multiplying by CSR(adj.T) is much faster than multiplying by
-// adj.t() (a CSC view that ATen converts on every call).
-at::Tensor sparse_adj_transposed(const at::Tensor& adj);
+Tensor adj_for_products(const Tensor& adj);
 
 // adj.T @ rhs for a dense adj (a transposed view: BLAS reads it as it is) or
-// a sparse one (through sparse_adj_transposed).
-at::Tensor adj_transposed_mm(const at::Tensor& adj, const at::Tensor& rhs);
-
-// The forward of graph_conv, returning the output and the intermediate the
-// chosen order computed: x @ weight (N, F_out) or adj @ x (N, F_in).
-std::tuple<at::Tensor, at::Tensor> graph_conv_forward_impl(
-    const at::Tensor& adj,
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const std::optional<at::Tensor>& bias);
+// a sparse one (as a CSR matrix built by gc_cpp::_csr_transpose, a counting
+// sort on CPU: multiplying by it is much faster than by adj.t(), a CSC view
+// that ATen converts on every call).
+Tensor adj_transposed_mm(const Tensor& adj, const Tensor& rhs);
 
 }  // namespace gc_cpp

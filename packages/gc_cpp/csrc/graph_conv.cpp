@@ -1,134 +1,183 @@
-// The device-independent kernels of gc_cpp, composed of ATen calls: one
-// implementation serves CPU and CUDA tensors, dense and sparse, because every
-// product goes through the dispatcher to MKL/oneDNN, cuBLAS or cuSPARSE.
+// The device-independent kernels of gc_cpp, composed of ATen ops called
+// through the stable dispatcher entry point: one implementation serves CPU
+// and CUDA tensors, dense and sparse, because every product goes through the
+// dispatcher to MKL/oneDNN, cuBLAS or cuSPARSE.
 //
 // Registered as CompositeExplicitAutograd: they run below autograd (whose
-// kernels are in autograd.cpp), and torch.compile sees them as opaque ops with
-// the Meta kernels of gc_cpp.cpp.
-#include <ATen/core/Tensor.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/_convert_indices_from_coo_to_csr.h>
-#include <ATen/ops/_convert_indices_from_csr_to_coo.h>
-#include <ATen/ops/addmm.h>
-#include <ATen/ops/mm.h>
-#include <ATen/ops/sort.h>
-#include <ATen/ops/sparse_csr_tensor.h>
-#include <torch/library.h>
+// kernel is in ops.py), and torch.compile sees them as opaque ops with the
+// fake kernels of ops.py. They do not check their arguments: ops.py has run
+// the op's checks before they are called (see gc_cpp.cpp), and a caller that
+// bypasses it gets the errors of the ATen ops they are made of.
+#include <utility>
+#include <vector>
 
 #include "gc_cpp.h"
 
 namespace gc_cpp {
 
-at::Tensor adj_for_products(const at::Tensor& adj) {
-  // A coalesced COO matrix converts in O(nnz) (its rows are already sorted);
-  // an uncoalesced one is coalesced first, which a COO product would do too.
-  return adj.layout() == at::kSparse ? adj.to_sparse_csr() : adj;
+Tensor product(const Tensor& a, const Tensor& b) {
+  auto stack = make_stack(a, b);
+  call_aten("aten::mm", "", stack);
+  return to_tensor(stack[0]);
 }
 
-at::Tensor sparse_adj_transposed(const at::Tensor& adj) {
-  static const auto transpose =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("gc_cpp::_csr_transpose", "")
-          .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
-              const at::Tensor&,
-              const at::Tensor&,
-              const at::Tensor&,
-              int64_t)>();
-  const at::Tensor csr = adj_for_products(adj);
-  auto [crow, row, values] = transpose.call(
-      csr.crow_indices(), csr.col_indices(), csr.values(), csr.size(1));
-  return at::sparse_csr_tensor(crow,
-                               row,
-                               values,
-                               {csr.size(1), csr.size(0)},
-                               values.options().layout(at::kSparseCsr));
+Tensor product_plus_bias(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  // bias + a @ b with the bias added inside the GEMM (beta = 1 on a
+  // bias-filled output on CPU; cuBLASLt's bias epilogue on CUDA), no separate
+  // pass over the output. aten::addmm takes Scalar beta and alpha, which
+  // torch 2.13's stable dispatcher entry point cannot pass; aten::linear with
+  // a 2-D input and a bias is that same addmm call, without them.
+  auto stack = make_stack(a, transposed(b), std::optional<Tensor>(bias));
+  call_aten("aten::linear", "", stack);
+  return to_tensor(stack[0]);
 }
 
-std::tuple<at::Tensor, at::Tensor> graph_conv_forward_impl(
-    const at::Tensor& adj,
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const std::optional<at::Tensor>& bias) {
-  check_graph_conv_inputs("gc_cpp.graph_conv", adj, x, weight, bias);
-  const at::Tensor a = adj_for_products(adj);
-  const bool has_bias = bias.has_value() && bias->defined();
-  // addmm adds the bias inside the GEMM (beta = 1 on a bias-filled output on
-  // CPU; on CUDA ATen can use cuBLASLt's bias epilogue): no separate pass over
-  // the output.
-  if (x_weight_first(weight.sym_size(0), weight.sym_size(1))) {
-    at::Tensor support = at::mm(x, weight);
-    at::Tensor out =
-        has_bias ? at::addmm(*bias, a, support) : at::mm(a, support);
-    return {std::move(out), std::move(support)};
-  }
-  at::Tensor aggregated = at::mm(a, x);
-  at::Tensor out = has_bias ? at::addmm(*bias, aggregated, weight)
-                            : at::mm(aggregated, weight);
-  return {std::move(out), std::move(aggregated)};
-}
-
-at::Tensor adj_transposed_mm(const at::Tensor& adj, const at::Tensor& rhs) {
-  return is_sparse_adj(adj) ? at::mm(sparse_adj_transposed(adj), rhs)
-                            : at::mm(adj.t(), rhs);
+Tensor transposed(const Tensor& a) {
+  // The transposed view made by the C shim itself: a dispatcher round trip
+  // (torch::stable::transpose) costs about as much as a 16 x 16 product. The
+  // shim's offset is added to a's own (0: the same first element).
+  // The one view not made by an ATen op, which would check its arguments.
+  STD_TORCH_CHECK(a.dim() == 2, "gc_cpp: transposed() needs a 2-D tensor");
+  const std::array<int64_t, 2> sizes{a.size(1), a.size(0)};
+  const std::array<int64_t, 2> strides{a.stride(1), a.stride(0)};
+  AtenTensorHandle view = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch__reinterpret_tensor(
+      a.get(), 2, sizes.data(), strides.data(), /*storage_offset=*/0, &view));
+  return Tensor(view);
 }
 
 namespace {
 
-at::Tensor graph_conv(const at::Tensor& adj,
-                      const at::Tensor& x,
-                      const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias) {
-  return std::get<0>(graph_conv_forward_impl(adj, x, weight, bias));
+Tensor unary(const char* name, const Tensor& a) {
+  auto stack = make_stack(a);
+  call_aten(name, "", stack);
+  return to_tensor(stack[0]);
+}
+
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
+  auto stack = make_stack(self, dim, index);
+  call_aten("aten::index_select", "", stack);
+  return to_tensor(stack[0]);
+}
+
+// adj.T as a sparse CSR matrix, from gc_cpp::_csr_transpose (called through
+// the dispatcher, so the CPU kernel or the composite one runs).
+Tensor sparse_adj_transposed(const Tensor& adj) {
+  const Tensor csr = adj_for_products(adj);
+  auto transpose = make_stack(unary("aten::crow_indices", csr),
+                              unary("aten::col_indices", csr),
+                              unary("aten::values", csr),
+                              csr.size(1));
+  call_aten("gc_cpp::_csr_transpose", "", transpose);
+  const std::vector<int64_t> size{csr.size(1), csr.size(0)};
+  const Tensor values = to_tensor(transpose[2]);
+  // dtype and device spelled out: left unset they are torch's defaults, not
+  // the values'.
+  auto stack = make_stack(to_tensor(transpose[0]),
+                          to_tensor(transpose[1]),
+                          values,
+                          size,
+                          std::optional<ScalarType>(values.scalar_type()),
+                          std::optional<Layout>(Layout::SparseCsr),
+                          std::optional<torch::stable::Device>(values.device()),
+                          std::optional<bool>());
+  call_aten("aten::sparse_csr_tensor", "crow_col_value_size", stack);
+  return to_tensor(stack[0]);
+}
+
+}  // namespace
+
+Tensor adj_for_products(const Tensor& adj) {
+  // A coalesced COO matrix converts in O(nnz) (its rows are already sorted);
+  // an uncoalesced one is coalesced first, which a COO product would do too.
+  if (adj.layout() != Layout::Sparse) {
+    return adj;
+  }
+  auto stack = make_stack(adj, std::optional<int64_t>());
+  call_aten("aten::to_sparse_csr", "", stack);
+  return to_tensor(stack[0]);
+}
+
+Tensor adj_transposed_mm(const Tensor& adj, const Tensor& rhs) {
+  return is_sparse_adj(adj) ? product(sparse_adj_transposed(adj), rhs)
+                            : product(transposed(adj), rhs);
+}
+
+namespace {
+
+// The forward of graph_conv, returning the output and the intermediate the
+// chosen order computed: x @ weight (N, F_out) or adj @ x (N, F_in).
+std::tuple<Tensor, Tensor> graph_conv_forward(
+    const Tensor& adj,
+    const Tensor& x,
+    const Tensor& weight,
+    const std::optional<Tensor>& bias) {
+  const Tensor a = adj_for_products(adj);
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (x_weight_first(weight.size(0), weight.size(1))) {
+    Tensor support = product(x, weight);
+    Tensor out =
+        has_bias ? product_plus_bias(*bias, a, support) : product(a, support);
+    return {std::move(out), std::move(support)};
+  }
+  Tensor aggregated = product(a, x);
+  Tensor out = has_bias ? product_plus_bias(*bias, aggregated, weight)
+                        : product(aggregated, weight);
+  return {std::move(out), std::move(aggregated)};
+}
+
+std::tuple<Tensor, Tensor> graph_conv_forward_kernel(
+    Tensor adj,
+    Tensor x,
+    Tensor weight,
+    std::optional<Tensor> bias) {
+  return graph_conv_forward(adj, x, weight, bias);
+}
+
+Tensor graph_conv(Tensor adj,
+                  Tensor x,
+                  Tensor weight,
+                  std::optional<Tensor> bias) {
+  return std::get<0>(graph_conv_forward(adj, x, weight, bias));
 }
 
 // The seed's gc_backward, (adj @ x).T @ grad, in the cheaper order.
-at::Tensor weight_grad(const at::Tensor& adj,
-                       const at::Tensor& x,
-                       const at::Tensor& grad) {
-  check_weight_grad_inputs(adj, x, grad);
-  if (x_weight_first(x.sym_size(1), grad.sym_size(1))) {
-    return at::mm(x.t(), adj_transposed_mm(adj, grad));
+Tensor weight_grad(Tensor adj, Tensor x, Tensor grad) {
+  if (x_weight_first(x.size(1), grad.size(1))) {
+    return product(transposed(x), adj_transposed_mm(adj, grad));
   }
-  return at::mm(at::mm(adj_for_products(adj), x).t(), grad);
+  return product(transposed(product(adj_for_products(adj), x)), grad);
 }
 
-// Any device: stable sort of the column indices (on the meta device, the
-// shapes alone). The CPU kernel (cpu/csr_transpose_kernel.cpp) does the same
-// in one counting pass.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> csr_transpose_composite(
-    const at::Tensor& crow_indices,
-    const at::Tensor& col_indices,
-    const at::Tensor& values,
-    int64_t num_cols) {
-  check_csr_transpose_inputs(crow_indices, col_indices, values, num_cols);
-  if (values.is_meta()) {
-    // The fake kernel (the Meta registration below): the shapes, over symbolic
-    // sizes, which the index conversions below do not take.
-    return {crow_indices.new_empty({num_cols + 1}),
-            col_indices.new_empty_symint(col_indices.sym_sizes()),
-            values.new_empty_symint(values.sym_sizes())};
-  }
-  const bool int32 = col_indices.scalar_type() == at::kInt;
-  const at::Tensor row =
-      at::_convert_indices_from_csr_to_coo(crow_indices, col_indices, int32)
-          .select(0, 0);
-  auto [sorted_col, order] =
-      at::sort(col_indices, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-  return {at::_convert_indices_from_coo_to_csr(sorted_col, num_cols, int32),
-          row.index_select(0, order),
-          values.index_select(0, order)};
+// Any device: stable sort of the column indices. The CPU kernel
+// (cpu/csr_transpose_kernel.cpp) does the same in one counting pass.
+std::tuple<Tensor, Tensor, Tensor> csr_transpose_composite(Tensor crow_indices,
+                                                           Tensor col_indices,
+                                                           Tensor values,
+                                                           int64_t num_cols) {
+  const bool int32 = col_indices.scalar_type() == ScalarType::Int;
+  auto to_coo = make_stack(crow_indices, col_indices, int32, false);
+  call_aten("aten::_convert_indices_from_csr_to_coo", "", to_coo);
+  const Tensor row = torch::stable::select(to_tensor(to_coo[0]), 0, 0);
+  auto sort = make_stack(col_indices,
+                         std::optional<bool>(true),
+                         int64_t{0},
+                         /*descending=*/false);
+  call_aten("aten::sort", "stable", sort);
+  const Tensor sorted_col = to_tensor(sort[0]);
+  const Tensor order = to_tensor(sort[1]);
+  auto to_csr = make_stack(sorted_col, num_cols, int32);
+  call_aten("aten::_convert_indices_from_coo_to_csr", "", to_csr);
+  return {
+      to_tensor(to_csr[0]), gather(row, 0, order), gather(values, 0, order)};
 }
 
 }  // namespace
 }  // namespace gc_cpp
 
-TORCH_LIBRARY_IMPL(gc_cpp, CompositeExplicitAutograd, m) {
-  m.impl("graph_conv", &gc_cpp::graph_conv);
-  m.impl("_graph_conv_forward", &gc_cpp::graph_conv_forward_impl);
-  m.impl("weight_grad", &gc_cpp::weight_grad);
-  m.impl("_csr_transpose", &gc_cpp::csr_transpose_composite);
-}
-
-TORCH_LIBRARY_IMPL(gc_cpp, Meta, m) {
-  m.impl("_csr_transpose", &gc_cpp::csr_transpose_composite);
+STABLE_TORCH_LIBRARY_IMPL(gc_cpp, CompositeExplicitAutograd, m) {
+  m.impl("graph_conv", TORCH_BOX(&gc_cpp::graph_conv));
+  m.impl("_graph_conv_forward", TORCH_BOX(&gc_cpp::graph_conv_forward_kernel));
+  m.impl("weight_grad", TORCH_BOX(&gc_cpp::weight_grad));
+  m.impl("_csr_transpose", TORCH_BOX(&gc_cpp::csr_transpose_composite));
 }

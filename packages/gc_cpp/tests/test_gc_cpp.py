@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import traceback
 import warnings
 
 import pytest
@@ -104,6 +106,24 @@ def test_any_strides(layout, order):
     theirs = torch.autograd.grad(reference(adj, x, weight, b), (x, weight, b), grad)
     for got, want in zip(ours, theirs, strict=True):
         assert_close(got, want)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_views_with_a_storage_offset(order):
+    # Sliced views whose first element is not their storage's first: the kernels make
+    # transposed views of x, weight and the products themselves, which must keep it.
+    adj, x, weight, b = make_inputs(order)
+
+    def offset_view(t):
+        big = torch.randn(t.shape[0] + 2, t.shape[1] + 3, dtype=t.dtype)
+        big[2:, 3:] = t
+        return big[2:, 3:]
+
+    adj_v, x_v, weight_v = offset_view(adj), offset_view(x), offset_view(weight)
+    assert x_v.storage_offset() > 0 and weight_v.storage_offset() > 0
+    assert_close(gc_cpp.graph_conv(adj_v, x_v, weight_v, b), reference(adj, x, weight, b))
+    grad = torch.randn(x.shape[0], weight.shape[1], dtype=torch.float64)
+    assert_close(gc_cpp.backward(adj_v, x_v, grad), (adj @ x).T @ grad)
 
 
 def test_uncoalesced_coo():
@@ -382,7 +402,7 @@ def test_opcheck_internal_ops(order):
 
 
 def test_compile_aot_eager_forward_and_backward():
-    # AOTAutograd with the fake kernels and the C++ autograd kernel, no code generation.
+    # AOTAutograd with the fake kernels and the autograd kernel of ops.py, no code generation.
     def fn(adj, x, weight, b):
         return torch.tanh(gc_cpp.graph_conv(adj, x, weight, b)).sum()
 
@@ -472,22 +492,98 @@ def test_bad_inputs_cpp(case):
         gc_cpp.graph_conv(*make())
 
 
-@pytest.mark.parametrize("case", BAD_INPUTS)
-def test_bad_inputs_fake_kernel_says_the_same(case):
-    make, _ = BAD_INPUTS[case]
-    args = make()
-    with pytest.raises(RuntimeError) as cpp:
-        gc_cpp.graph_conv(*args)
-    meta = [None if t is None else t.to("meta") for t in args]
-    with pytest.raises(RuntimeError) as fake:
-        gc_cpp.graph_conv(*meta)  # meta tensors run the Meta kernel (csrc/gc_cpp.cpp)
-    assert str(fake.value) == str(cpp.value)
-    # and under FakeTensorMode, as torch.compile traces it
+def raised_by(excinfo) -> list[str]:
+    """The functions of ops.py that the exception passed through, innermost last."""
+    return [
+        frame.name
+        for frame in traceback.extract_tb(excinfo.tb)
+        if frame.filename == gc_cpp.ops.__file__
+    ]
+
+
+def raised_by_check(excinfo, check: str) -> bool:
+    """Whether ops.py's check function `check` raised it."""
+    names = raised_by(excinfo)
+    return check in names and names[-1] == "_raise_unless"
+
+
+def modes():
+    """The ways an eager call can reach the kernels: with autograd, or past it."""
+    yield "grad", contextlib.nullcontext()
+    yield "no_grad", torch.no_grad()
+    yield "inference_mode", torch.inference_mode()
+
+
+@pytest.mark.parametrize("case", [*BAD_INPUTS, "adj-none"])
+def test_bad_inputs_one_check_for_every_path(case):
+    # Each op's checks live in one Python function (ops.py): the real kernels on CPU, the
+    # meta device and FakeTensorMode all raise its sentence, from it, in every mode.
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with FakeTensorMode() as mode, pytest.raises(RuntimeError) as traced:
-        gc_cpp.graph_conv(*[None if t is None else mode.from_tensor(t) for t in args])
-    assert str(traced.value) == str(cpp.value)
+    if case == "adj-none":
+        make = lambda: (None, f64(4, 3), f64(3, 2), None)  # noqa: E731
+        message = "adj must be a tensor, got None"
+    else:
+        make, message = BAD_INPUTS[case]
+    args = make()
+    meta = [None if t is None else t.to("meta") for t in args]
+    sentences = set()
+    for mode, context in modes():
+        for device, inputs in (("cpu", args), ("meta", meta)):
+            with context, pytest.raises(RuntimeError, match=f"^gc_cpp.graph_conv: {message}") as e:
+                graph_conv_op(*inputs)
+            assert raised_by_check(e, "_check_graph_conv_inputs"), (
+                mode,
+                device,
+            )
+            sentences.add(str(e.value))
+    with FakeTensorMode() as fake, pytest.raises(RuntimeError) as e:
+        graph_conv_op(*[None if t is None else fake.from_tensor(t) for t in args])
+    assert raised_by_check(e, "_check_graph_conv_inputs")
+    sentences.add(str(e.value))
+    assert len(sentences) == 1, sentences
+
+
+RAW_CPU = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+@pytest.mark.parametrize("case", [*BAD_INPUTS, "adj-none"])
+def test_kernels_hold_no_copy_of_the_checks(case):
+    # The C++ kernels called past ops.py (as a C++ caller would): bad input still raises,
+    # ATen's error rather than a crash, and not the sentence of ops.py, which would be a
+    # second copy of the check in csrc/.
+    none = (None, f64(4, 3), f64(3, 2), None)
+    args = none if case == "adj-none" else BAD_INPUTS[case][0]()
+    for op, inputs in (
+        (graph_conv_op, args),
+        (torch.ops.gc_cpp._graph_conv_forward.default, args),
+        (torch.ops.gc_cpp.weight_grad.default, (*args[:2], f64(4, 2))),
+    ):
+        try:
+            op.redispatch(RAW_CPU, *inputs)
+        except (RuntimeError, IndexError) as e:
+            assert not str(e).startswith("gc_cpp."), (op, str(e))
+
+
+def test_csr_transpose_checks_in_one_place():
+    bad = (torch.tensor([0, 1], dtype=torch.int32), torch.tensor([0]), torch.ones(1), 1)
+    message = "^gc_cpp._csr_transpose: crow_indices and col_indices must both be int32"
+    for _, context in modes():
+        with context, pytest.raises(RuntimeError, match=message) as e:
+            transpose_op(*bad)
+        assert raised_by_check(e, "_check_csr_transpose_inputs")
+        with context, pytest.raises(RuntimeError, match=message):
+            transpose_op(*[t.to("meta") if isinstance(t, torch.Tensor) else t for t in bad])
+    # Past ops.py the CPU kernel keeps the invariants its loops need, in its own words.
+    for args in (
+        bad,
+        (torch.tensor([0, 1]), torch.tensor([0]), torch.ones(2), 1),
+        (torch.tensor([], dtype=torch.int64), torch.tensor([0]), torch.ones(1), 1),
+        (torch.tensor([0, 1]), torch.tensor([0]), torch.ones(1), -1),
+    ):
+        with pytest.raises(RuntimeError, match="gc_cpp._csr_transpose: ") as e:
+            transpose_op.redispatch(RAW_CPU, *args)
+        assert not raised_by(e)
 
 
 def test_mixed_devices_fake():
@@ -499,8 +595,9 @@ def test_mixed_devices_fake():
 
 
 def test_mixed_devices_cpp():
-    # Runs without a GPU: redispatch straight to the C++ kernel with a meta x.
-    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+    # Runs without a GPU: redispatch towards the CPU kernel with a meta x.
+    # Through BackendSelect, whose kernel (ops.py) runs the checks where autograd is off.
+    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU).add(torch._C.DispatchKey.BackendSelect)
     with pytest.raises(
         RuntimeError,
         match="same device, got adj on cpu, x on meta, weight on cpu, bias on cpu",
@@ -620,6 +717,7 @@ def test_every_op_has_a_fake_kernel():
     for op in ops:
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "Meta"), op
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "Autograd"), op
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "BackendSelect"), op
 
 
 # ---- normalize_adjacency -----------------------------------------------------------------
@@ -788,3 +886,38 @@ def test_cuda_normalize_adjacency():
         out = gc_cpp.normalize_adjacency(as_layout(adj, layout).cuda())
         dense = out.to_dense() if layout != "dense" else out
         assert_close(dense.cpu(), normalize_reference(adj))
+
+
+# ---- stable ABI ---------------------------------------------------------------------------
+
+
+def _libraries(package_dir):
+    return sorted(str(p) for p in package_dir.iterdir() if p.suffix in (".so", ".pyd", ".dylib"))
+
+
+def test_built_on_the_stable_abi():
+    assert gc_cpp.BUILD_INFO["abi"] == "stable"
+    assert gc_cpp.BUILD_INFO["torch_target"] == "2.13"
+
+
+def test_libraries_import_no_unstable_symbols():
+    # Every shared library of the installed package calls libtorch only through the C
+    # shim: no c10::, at::, torch:: symbol, whose layout changes between torch releases.
+    from pathlib import Path
+
+    from shared_build.runtime import unstable_symbols
+
+    libraries = _libraries(Path(gc_cpp.__file__).parent)
+    assert libraries, "no shared library in the installed gc_cpp"
+    for library in libraries:
+        assert unstable_symbols(library) == [], library
+
+
+def test_unstable_symbols_finds_a_full_abi_library():
+    # The audit above can fail: torch's own Python bindings import c10:: symbols.
+    from pathlib import Path
+
+    from shared_build.runtime import unstable_symbols
+
+    (library,) = Path(torch.__file__).parent.glob("lib/libtorch_python.so")
+    assert any(s.startswith("c10::") for s in unstable_symbols(str(library)))

@@ -493,7 +493,8 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def build(session: nox.Session) -> None:
-    """Wheels and sdists of every package, per torch version, into dist/torch-<version>/."""
+    """Wheels and sdists of every package, per torch version, into dist/torch-<version>/; a
+    stable-ABI package's once, into dist/stable/."""
     if os.environ.get("SANITIZE", "").strip():
         session.error("SANITIZE is set: sanitizer builds are for nox -s sanitize, not for wheels")
     versions = session.posargs or TORCH_VERSIONS
@@ -504,19 +505,41 @@ def build(session: nox.Session) -> None:
         for package in packages:
             if package.name in env.skipped:
                 continue
+            # A stable-ABI package has one wheel for every torch of the matrix: built once,
+            # under its builder torch, into dist/stable/ (nox -s abi tests that file).
+            target = out
+            if package.abi == "stable":
+                if version != stable_builder_version(package):
+                    continue
+                target = ROOT / "dist" / "stable"
+                target.mkdir(parents=True, exist_ok=True)
             env.pip(
                 "wheel",
                 "-q",
                 "--no-build-isolation",
                 "--no-deps",
                 "-w",
-                str(out),
+                str(target),
                 str(package.root),
                 env=build_env(),
             )
             with session.chdir(package.root):
-                env.run(env.python, "setup.py", "-q", "sdist", "-d", str(out))
+                env.run(env.python, "setup.py", "-q", "sdist", "-d", str(target))
         session.log(f"{env.summary()}; wheels and sdists in {out.relative_to(ROOT)}")
+    stable = [p.name for p in discover_packages() if p.abi == "stable"]
+    if stable:
+        session.log(
+            f"stable ABI, one wheel for torch >= {SUPPORTED_TORCH[0]}: {', '.join(stable)} "
+            "in dist/stable"
+        )
+
+
+def stable_builder_version(package: Package) -> str:
+    """The torch a stable-ABI package's one wheel is built under: the oldest of the matrix;
+    for a package with CUDA code, which needs a CUDA torch to compile its _C_cuda library,
+    the oldest CUDA build of the matrix."""
+    has_cuda = package.cuda != "none" and any((package.root / "csrc").rglob("*.cu"))
+    return SUPPORTED_TORCH[1] if has_cuda else SUPPORTED_TORCH[0]
 
 
 def _library_digests(env: TorchEnv, package: str) -> dict[str, str]:
@@ -542,10 +565,7 @@ def abi(session: nox.Session) -> None:
         session.error('no package sets [tool.shared_build] abi = "stable"')
     requirements = all_requirements(packages)
     for package in stable:
-        # The oldest torch of the matrix; a package with CUDA code needs a CUDA torch to
-        # compile its _C_cuda library: the oldest CUDA build of the matrix.
-        has_cuda = package.cuda != "none" and any((package.root / "csrc").rglob("*.cu"))
-        builder_version = SUPPORTED_TORCH[1] if has_cuda else SUPPORTED_TORCH[0]
+        builder_version = stable_builder_version(package)
         builder = TorchEnv(session, builder_version).ensure(requirements)
         builder.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
         out = ROOT / "dist" / "abi" / package.name

@@ -76,22 +76,7 @@ void check_dtype_and_device(const char* op,
               dtype);
 }
 
-void check_shape(const char* op,
-                 const char* name,
-                 const at::Tensor& t,
-                 c10::SymIntArrayRef expected,
-                 const char* why) {
-  TORCH_CHECK(t.sym_sizes() == expected,
-              op,
-              ": ",
-              name,
-              " must have shape ",
-              expected,
-              " (",
-              why,
-              "), got ",
-              t.sym_sizes());
-}
+using shared_build::check_shape;
 
 LltmSizes check_forward_inputs(const at::Tensor& input,
                                const at::Tensor& weights,

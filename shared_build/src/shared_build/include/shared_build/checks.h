@@ -40,4 +40,22 @@ inline void check_dim(const char* op,
               t.sym_sizes());
 }
 
+// why says where the expected shape comes from, e.g. "like grad_h".
+inline void check_shape(const char* op,
+                        const char* name,
+                        const at::Tensor& t,
+                        c10::SymIntArrayRef expected,
+                        const char* why) {
+  TORCH_CHECK(t.sym_sizes() == expected,
+              op,
+              ": ",
+              name,
+              " must have shape ",
+              expected,
+              " (",
+              why,
+              "), got ",
+              t.sym_sizes());
+}
+
 }  // namespace shared_build

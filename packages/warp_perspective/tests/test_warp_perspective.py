@@ -349,9 +349,80 @@ def test_cpu_levels_agree(tmp_path):
     assert len(reference_level) == 12
     for name, out in results.items():
         for key, expected in reference_level.items():
-            tol = {"atol": 1, "rtol": 0} if key[0] == "torch.uint8" else {"atol": 1e-5, "rtol": 0}
+            # float32 and uint8 take the row kernels at every level, which agree bit for
+            # bit (test_row_kernels_identical_across_levels); float64 takes the table
+            # loops, whose AVX2 geometry may fuse multiply-adds where the portable one
+            # does not.
+            tol = {"atol": 1e-5, "rtol": 0} if key[0] == "torch.float64" else {"atol": 0, "rtol": 0}
             assert_close(
                 out[key], expected, **tol, msg=lambda m, key=key, name=name: f"{name} {key}: {m}"
+            )
+
+
+_ROWS_SCRIPT = """
+import itertools, math, sys, torch, warp_perspective
+outs = {}
+g = torch.Generator().manual_seed(11)
+for (h, w), dsize in (((37, 61), (35, 53)), ((50, 99), (47, 101)), ((9, 17), (13, 19))):
+    c = torch.tensor([[1.0, 0, (w - 1) / 2], [0, 1, (h - 1) / 2], [0, 0, 1]], dtype=torch.float64)
+    r = math.radians(30)
+    rot = c @ torch.tensor(
+        [[math.cos(r), -math.sin(r), 0], [math.sin(r), math.cos(r), 0], [0, 0, 1]],
+        dtype=torch.float64,
+    ) @ torch.linalg.inv(c)
+    warps = torch.stack([
+        torch.tensor([[1.01, 0.02, 0.7], [-0.015, 0.99, -0.4], [1e-4, -2e-4, 1]]).double(),
+        rot,
+        torch.tensor([[1.0, 0, w / 3], [0, 1, -h / 4], [0, 0, 1]]).double(),  # half outside
+        torch.tensor([[0.3, 0.01, 2], [0.02, 0.35, 1], [0, 0, 1]]).double(),  # zoom out
+        torch.tensor([[1.0, 0.1, 0], [0.05, 1, 0], [-2.0 / w, 0.0, 1.0]]).double(),  # w = 0
+    ])
+    for dtype, interpolation, padding_mode in itertools.product(
+        (torch.float32, torch.uint8), ("bilinear", "nearest"), ("zeros", "border")
+    ):
+        if dtype == torch.uint8:
+            image = torch.randint(0, 256, (len(warps), 2, h, w), generator=g, dtype=dtype)
+        else:
+            image = torch.randn(len(warps), 2, h, w, generator=g) * 100
+            image[0, 0, 3, 5] = float("nan")
+            image[1, 1, h // 2, w // 2] = float("inf")
+        m = warps.float() if dtype == torch.float32 else warps
+        outs[(h, w, str(dtype), interpolation, padding_mode)] = (
+            torch.ops.warp_perspective._warp_perspective_builtin(
+                image, m, dsize, interpolation, padding_mode
+            )
+        )
+outs["cpu_geometry"] = warp_perspective.build_config()["cpu_geometry"]
+torch.save(outs, sys.argv[1])
+"""
+
+
+def test_row_kernels_identical_across_levels(tmp_path):
+    """float32 and uint8 take the row kernels of sampling_rows.h at every CPU level:
+    built for AVX-512, AVX2 and portable (no intrinsics; WARP_PERSPECTIVE_NO_AVX2=1),
+    they must agree bit for bit (fused multiply-adds, floor, round half to even and the
+    uint8 conversion emulated exactly), NaN and inf pixels included: near identity, a
+    rotation, a warp half outside the image, zoom out and w = 0 inside the output, on
+    widths that are not multiples of 8 or 16."""
+    results = {}
+    for name, env in _LEVELS.items():
+        path = tmp_path / f"{name}.pt"
+        subprocess.run(
+            [sys.executable, "-c", _ROWS_SCRIPT, str(path)], check=True, env={**os.environ, **env}
+        )
+        results[name] = torch.load(path)
+    levels = {name: out.pop("cpu_geometry") for name, out in results.items()}
+    assert levels["portable"] == "portable"
+    if levels["default"] == "portable":
+        pytest.skip("this CPU has no AVX2: the portable row kernels are the only ones")
+    portable = results.pop("portable")
+    for name, out in results.items():
+        for key, expected in portable.items():
+            got = out[key]
+            if got.dtype == torch.float32:
+                got, expected = got.view(torch.int32), expected.view(torch.int32)
+            assert torch.equal(got, expected), f"{levels[name]} against portable, {key}: " + (
+                f"{(got != expected).sum().item()} elements differ"
             )
 
 

@@ -363,7 +363,7 @@ struct Vec {
   static Tail tail(int64_t n) {
     return n;
   }
-  // The first n (1 to 8) lanes of v, converted as to_scalar does.
+  // The first n (1 to 8) lanes of v (uint8: as the AVX-512 store).
   static void store(float* p, Tail n, F v) {
     if (n >= 8) {
       _mm256_storeu_ps(p, v);

@@ -4,9 +4,15 @@
 // weights) kept in registers while every channel is sampled from it.
 //
 // As ATen compiles one kernel source per instruction set, this file is
-// included once per instruction set (sampling_avx512.h, sampling_avx2.h),
-// inside that set's namespace, after its Vec (the vector width and the
-// operations on it) and under its #pragma GCC target; hence no #pragma once.
+// included once per instruction set, inside that set's namespace, after its
+// Vec (the vector width and the operations on it); hence no #pragma once.
+// sampling_avx512.h (16 lanes) and sampling_avx2.h (8 lanes) include it under
+// their #pragma GCC target, sampling_portable.h (8 lanes, GCC/Clang vector
+// extensions, no intrinsics) at the baseline target, for CPUs without AVX2.
+// Every Vec computes the same thing bit for bit: coordinates in double with
+// fused multiply-adds, the blend in float with fused multiply-adds, floor and
+// round half to even exactly, uint8 rounded half up and saturated, so the
+// three builds agree exactly (the package tests check it).
 //
 // Loads instead of gathers. Near-identity warps (rectification, augmentation)
 // read, for kLanes neighbouring destination pixels, source columns that lie
@@ -168,9 +174,10 @@ inline Vec::F pick(const scalar_t* plane, int64_t offset, const Vec::Index& i) {
       Vec::load(plane + offset), Vec::load(plane + offset + Vec::kLanes), i);
 }
 
-// The portable loops' bilinear_taps_loop + bilinear_gather_loop for one row of
-// every channel. Requires the image's planes to span fewer than 2^31 elements
-// (int32 gather offsets), as the table loops do.
+// Bilinear sampling of one row of every channel: the arithmetic of the table
+// loops' bilinear_taps_loop + bilinear_gather_loop (sampling_loops.h), with
+// fused multiply-adds. Requires the image's planes to span fewer than 2^31
+// elements (int32 gather offsets), as the table loops do.
 template <typename scalar_t, bool kBorder>
 void bilinear_row(const RowJob<scalar_t>& job) {
   // Copies: the masked stores below would otherwise make the compiler
@@ -304,7 +311,8 @@ void bilinear_row(const RowJob<scalar_t>& job) {
   }
 }
 
-// nearest_taps_loop + nearest_gather_loop for one row of every channel.
+// Nearest sampling of one row of every channel, as nearest_taps_loop +
+// nearest_gather_loop.
 template <typename scalar_t, bool kBorder>
 void nearest_row(const RowJob<scalar_t>& job) {
   // Copies, as in bilinear_row.

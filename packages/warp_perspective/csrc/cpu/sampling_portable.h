@@ -67,7 +67,7 @@ struct Vec {
     return a * b;
   }
   // a * b + c rounded once, as vfmadd.
-  static D dfmadd(D a, D b, D c) {
+  C10_ALWAYS_INLINE static D dfmadd(D a, D b, D c) {
 #ifdef __FP_FAST_FMA
     return D{__builtin_fma(a[0], b[0], c[0]), __builtin_fma(a[1], b[1], c[1])};
 #else
@@ -134,7 +134,7 @@ struct Vec {
     return a * b;
   }
   // a * b + c rounded once, as vfmadd.
-  static F ffmadd(F a, F b, F c) {
+  C10_ALWAYS_INLINE static F ffmadd(F a, F b, F c) {
 #ifdef __FP_FAST_FMAF
     F r;
     for (int i = 0; i < kLanes; ++i) {
@@ -142,11 +142,19 @@ struct Vec {
     }
     return r;
 #else
-    // In double the product of two floats is exact, and the sum rounded to
-    // odd then to float rounds as the exact sum would (53 >= 24 + 2 bits).
-    const D lo = sum_to_odd(widen(a, 0) * widen(b, 0), widen(c, 0));
-    const D hi = sum_to_odd(widen(a, 1) * widen(b, 1), widen(c, 1));
-    return to_float(lo, hi);
+    // In double the product of two floats is exact, and their sum s rounds
+    // to float as the exact sum would unless s is a tie for float rounding
+    // (then the exact sum may lie on either side of it): a normal float's
+    // tie has 1 then 28 zeros as its last 29 significand bits; ties between
+    // subnormal floats are below 2^-126. Rare: those groups are redone with
+    // the sum rounded to odd, which rounds correctly (53 >= 24 + 2 bits).
+    const D plo = widen(a, 0) * widen(b, 0), phi = widen(a, 1) * widen(b, 1);
+    const D clo = widen(c, 0), chi = widen(c, 1);
+    const D slo = plo + clo, shi = phi + chi;
+    if (__builtin_expect(any(float_tie(slo) | float_tie(shi)), 0)) {
+      return ffmadd_to_odd(plo, clo, phi, chi);
+    }
+    return to_float(slo, shi);
 #endif
   }
 
@@ -244,7 +252,13 @@ struct Vec {
   }
   // The first n lanes (all from kLanes on) of v.
   static void store(float* p, Tail n, F v) {
-    std::memcpy(p, &v, sizeof(float) * (n < kLanes ? n : kLanes));
+    if (n >= kLanes) {
+      std::memcpy(p, &v, sizeof(v));
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        p[k] = v[k];
+      }
+    }
   }
   // Round half up and saturate as the AVX builds do: floor(v + 0.5) converted
   // as cvtps2dq does (NaN and values out of int32 range become INT32_MIN),
@@ -265,7 +279,13 @@ struct Vec {
                                    static_cast<uint8_t>(c[1]),
                                    static_cast<uint8_t>(c[2]),
                                    static_cast<uint8_t>(c[3])};
-    std::memcpy(p, bytes, n < kLanes ? n : kLanes);
+    if (n >= kLanes) {
+      std::memcpy(p, bytes, kLanes);
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        p[k] = bytes[k];
+      }
+    }
   }
   // src[off] where valid, 0 elsewhere (those lanes read nothing).
   template <typename scalar_t>
@@ -288,10 +308,26 @@ struct Vec {
   }
   // Lanes 2 half .. 2 half + 1 of v in double.
   static D widen(F v, int half) {
-    return half == 0
-               ? __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), D)
-               : __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3),
-                                         D);
+    // The high half moved down first: GCC converts the low half of a vector
+    // with one cvtps2pd, other lanes one at a time.
+    const F w = half == 0 ? v : __builtin_shufflevector(v, v, 2, 3, 2, 3);
+    return __builtin_convertvector(__builtin_shufflevector(w, w, 0, 1), D);
+  }
+  // ffmadd's rare case, out of line.
+  __attribute__((noinline, cold)) static F ffmadd_to_odd(D plo,
+                                                         D clo,
+                                                         D phi,
+                                                         D chi) {
+    return to_float(sum_to_odd(plo, clo), sum_to_odd(phi, chi));
+  }
+  // Lanes where s may be a tie for rounding to float, as a mask of I (in
+  // the 32-bit halves holding s's low bits, 0 in the others).
+  static I float_tie(D s) {
+    const I tie = ((I)s & I{0x1FFFFFFF, 0, 0x1FFFFFFF, 0}) ==
+                  I{0x10000000, 1, 0x10000000, 1};
+    const D size = (D)((L)s & ~(L)dset(-0.0));  // |s|
+    const I tiny = (I)(size < 1.1754943508222875e-38) & (I)(size > 0.0);
+    return tie | tiny;
   }
   // s + e == x + y exactly, s = x + y rounded (Knuth's TwoSum).
   static void two_sum(D x, D y, D& s, D& e) {

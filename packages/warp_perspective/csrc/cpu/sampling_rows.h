@@ -81,7 +81,7 @@ struct Bilinear {
   Vec::F w00, w01, w10, w11;
 };
 
-inline Bilinear bilinear_taps(const RowCoeffs& k, int64_t x0) {
+C10_ALWAYS_INLINE Bilinear bilinear_taps(const RowCoeffs& k, int64_t x0) {
   Vec::D sx[2], sy[2];
   group_coords(k, x0, sx, sy);
   const Vec::D fx[2] = {Vec::dfloor(sx[0]), Vec::dfloor(sx[1])};
@@ -105,21 +105,21 @@ inline Bilinear bilinear_taps(const RowCoeffs& k, int64_t x0) {
 
 // The tap of kLanes pixels for nearest sampling, rounded half to even
 // (cvRound).
-inline void nearest_taps(const RowCoeffs& k,
-                         int64_t x0,
-                         Vec::I& ix,
-                         Vec::I& iy) {
+C10_ALWAYS_INLINE void nearest_taps(const RowCoeffs& k,
+                                    int64_t x0,
+                                    Vec::I& ix,
+                                    Vec::I& iy) {
   Vec::D sx[2], sy[2];
   group_coords(k, x0, sx, sy);
   ix = Vec::to_int(Vec::dround(sx[0]), Vec::dround(sx[1]));
   iy = Vec::to_int(Vec::dround(sy[0]), Vec::dround(sy[1]));
 }
 
-inline Vec::F blend_taps(const Bilinear& t,
-                         Vec::F v00,
-                         Vec::F v01,
-                         Vec::F v10,
-                         Vec::F v11) {
+C10_ALWAYS_INLINE Vec::F blend_taps(const Bilinear& t,
+                                    Vec::F v00,
+                                    Vec::F v01,
+                                    Vec::F v10,
+                                    Vec::F v11) {
   Vec::F v = Vec::fmul(t.w00, v00);
   v = Vec::ffmadd(t.w01, v01, v);
   v = Vec::ffmadd(t.w10, v10, v);
@@ -143,7 +143,10 @@ struct Window {
 // pixels bound the group; every lane is checked against those bounds all the
 // same.
 template <int kSpan>
-inline bool find_window(const Geometry& g, Vec::I ix, Vec::I iy, Window& win) {
+C10_ALWAYS_INLINE bool find_window(const Geometry& g,
+                                   Vec::I ix,
+                                   Vec::I iy,
+                                   Window& win) {
   const int xlo = std::min(Vec::first_lane(ix), Vec::last_lane(ix));
   const int ylo = std::min(Vec::first_lane(iy), Vec::last_lane(iy));
   const Vec::I dx = Vec::isub(ix, Vec::iset(xlo));

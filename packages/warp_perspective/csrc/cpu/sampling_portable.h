@@ -260,27 +260,19 @@ struct Vec {
       }
     }
   }
-  // Round half up and saturate as the AVX builds do: floor(v + 0.5) converted
-  // as cvtps2dq does (NaN and values out of int32 range become INT32_MIN),
-  // then clamped to [0, 255].
+  // Round half up and saturate as the AVX-512 build does: floor(v + 0.5)
+  // converted as cvtps2dq does (NaN and values out of int32 range become
+  // INT32_MIN), then clamped to [0, 255]. Truncating instead of flooring
+  // changes only values in (-1, 0), which clamp to 0 either way. (The AVX2
+  // build's packs saturate through int16, giving 0 from 32767.5 up; a blend
+  // of uint8 taps never comes near.)
   static void store(uint8_t* p, Tail n, F v) {
     const F x = v + 0.5f;
-    // Floor by rounding to nearest (+-1.5 * 2^23) where |x| < 2^22; larger
-    // floats end up at 0 or 255 whatever their fraction.
-    const float kMagic = 12582912.0f;
-    const F r = (x + kMagic) - kMagic;
-    const F f = select_bits<F, I>((x < 4194304.0f) & (x > -4194304.0f),
-                                  x,
-                                  r - (F)((I)fset(1.0f) & (r > x)));
-    const M in_range = (f >= -2147483648.0f) & (f < 2147483648.0f);
-    const I i = __builtin_convertvector((F)((I)f & in_range), I) & in_range;
-    const I c = clamp(i, iset(255));
-    const uint8_t bytes[kLanes] = {static_cast<uint8_t>(c[0]),
-                                   static_cast<uint8_t>(c[1]),
-                                   static_cast<uint8_t>(c[2]),
-                                   static_cast<uint8_t>(c[3])};
+    const M in_range = (x >= -2147483648.0f) & (x < 2147483648.0f);
+    const I i = __builtin_convertvector((F)((I)x & in_range), I) & in_range;
+    const B4 bytes = __builtin_convertvector(clamp(i, iset(255)), B4);
     if (n >= kLanes) {
-      std::memcpy(p, bytes, kLanes);
+      std::memcpy(p, &bytes, kLanes);
     } else {
       for (int64_t k = 0; k < n; ++k) {
         p[k] = bytes[k];

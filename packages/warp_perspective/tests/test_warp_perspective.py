@@ -327,8 +327,8 @@ torch.save(outs, sys.argv[1])
 def test_cpu_levels_agree(tmp_path):
     """The built-in kernel has AVX-512 row loops, AVX2 ones and portable ones (for CPUs
     without AVX2); WARP_PERSPECTIVE_NO_AVX512=1 and WARP_PERSPECTIVE_NO_AVX2=1 force the
-    lower ones, each in a subprocess. Every level must give the same results up to the
-    rounding of the float32 weights."""
+    lower ones, each in a subprocess. Every level must give the same float32 and uint8
+    results exactly, and float64 ones (table loops) up to rounding."""
     results = {}
     for name, env in _LEVELS.items():
         path = tmp_path / f"{name}.pt"

@@ -324,11 +324,22 @@ torch.save(outs, sys.argv[1])
 """
 
 
+def _assert_nearest_close(got, expected, msg):
+    """Nearest sampling copies pixels, so levels agree exactly but where a source
+    coordinate lies within rounding of a half (exact half-pixel shifts, scales by 2):
+    with and without fused multiply-adds it may round either way there. At most 1% of
+    the pixels may differ."""
+    same = (got == expected) | (got.isnan() & expected.isnan())
+    differ = (~same).sum().item()
+    assert differ <= 0.01 * got.numel(), f"{msg}: {differ} of {got.numel()} elements differ"
+
+
 def test_cpu_levels_agree(tmp_path):
     """The built-in kernel has AVX-512 row loops, AVX2 ones and portable ones (for CPUs
     without AVX2); WARP_PERSPECTIVE_NO_AVX512=1 and WARP_PERSPECTIVE_NO_AVX2=1 force the
-    lower ones, each in a subprocess. Every level must give the same float32 and uint8
-    results exactly, and float64 ones (table loops) up to rounding."""
+    lower ones, each in a subprocess. Every level must give the same results up to the
+    rounding of the float32 weights (the portable level does not fuse multiply-adds on
+    a target without FMA), nearest sampling but at ties (_assert_nearest_close)."""
     results = {}
     for name, env in _LEVELS.items():
         path = tmp_path / f"{name}.pt"
@@ -349,11 +360,10 @@ def test_cpu_levels_agree(tmp_path):
     assert len(reference_level) == 12
     for name, out in results.items():
         for key, expected in reference_level.items():
-            # float32 and uint8 take the row kernels at every level, which agree bit for
-            # bit (test_row_kernels_identical_across_levels); float64 takes the table
-            # loops, whose AVX2 geometry may fuse multiply-adds where the portable one
-            # does not.
-            tol = {"atol": 1e-5, "rtol": 0} if key[0] == "torch.float64" else {"atol": 0, "rtol": 0}
+            if key[1] == "nearest":
+                _assert_nearest_close(out[key], expected, f"{name} {key}")
+                continue
+            tol = {"atol": 1, "rtol": 0} if key[0] == "torch.uint8" else {"atol": 1e-5, "rtol": 0}
             assert_close(
                 out[key], expected, **tol, msg=lambda m, key=key, name=name: f"{name} {key}: {m}"
             )
@@ -397,13 +407,15 @@ torch.save(outs, sys.argv[1])
 """
 
 
-def test_row_kernels_identical_across_levels(tmp_path):
+def test_row_kernels_agree_across_levels(tmp_path):
     """float32 and uint8 take the row kernels of sampling_rows.h at every CPU level:
-    built for AVX-512, AVX2 and portable (no intrinsics; WARP_PERSPECTIVE_NO_AVX2=1),
-    they must agree bit for bit (fused multiply-adds, floor, round half to even and the
-    uint8 conversion emulated exactly), NaN and inf pixels included: near identity, a
-    rotation, a warp half outside the image, zoom out and w = 0 inside the output, on
-    widths that are not multiples of 8 or 16."""
+    built for AVX-512 and AVX2 (fused multiply-adds, the same floor, rounding and uint8
+    conversion) they must agree bit for bit; the portable build (no intrinsics;
+    WARP_PERSPECTIVE_NO_AVX2=1), which fuses only where the target has FMA, agrees with
+    them to rounding: float32 within 1e-5 of the value range, uint8 within one count,
+    nearest sampling but at ties, NaN and inf pixels included. Near identity, a rotation, a warp half outside the
+    image, zoom out and w = 0 inside the output, on widths that are not multiples of 8
+    or 16."""
     results = {}
     for name, env in _LEVELS.items():
         path = tmp_path / f"{name}.pt"
@@ -419,9 +431,22 @@ def test_row_kernels_identical_across_levels(tmp_path):
     for name, out in results.items():
         for key, expected in portable.items():
             got = out[key]
+            msg = f"{levels[name]} against portable, {key}"
+            if key[3] == "nearest":
+                _assert_nearest_close(got, expected, msg)
+            elif got.dtype == torch.uint8:
+                assert_close(got, expected, atol=1, rtol=0, msg=msg)
+            else:
+                finite = expected[expected.isfinite()]
+                atol = 1e-5 * (finite.max() - finite.min()).item()
+                assert_close(got, expected, atol=atol, rtol=0, equal_nan=True, msg=msg)
+    if "avx512" in levels.values() and "avx2" in levels.values():
+        avx512, avx2 = results["default"], results["no_avx512"]
+        for key, expected in avx2.items():
+            got = avx512[key]
             if got.dtype == torch.float32:
                 got, expected = got.view(torch.int32), expected.view(torch.int32)
-            assert torch.equal(got, expected), f"{levels[name]} against portable, {key}: " + (
+            assert torch.equal(got, expected), f"avx512 against avx2, {key}: " + (
                 f"{(got != expected).sum().item()} elements differ"
             )
 

@@ -6,8 +6,9 @@
 // float32 and uint8 one function does the whole row, geometry in registers:
 // the row kernels of cpu/sampling_rows.h, one source built three times over
 // the vector width (cpu/sampling_avx512.h, cpu/sampling_avx2.h and, for CPUs
-// without AVX2, cpu/sampling_portable.h), which give the same results bit for
-// bit. For float64 a first loop computes, for every pixel of the row, the
+// without AVX2, cpu/sampling_portable.h): the AVX ones give the same results
+// bit for bit, the portable one the same up to rounding where the target has
+// no FMA. For float64 a first loop computes, for every pixel of the row, the
 // plane offsets of the taps it reads and their weights (in double, vectorised)
 // into tables, and a second loop gathers and blends those taps for each channel
 // in turn; both are leaf functions compiled for AVX-512, AVX2 and baseline

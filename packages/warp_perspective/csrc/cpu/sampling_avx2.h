@@ -253,7 +253,8 @@ namespace avx2 {
 // Without mask registers a lane mask is a vector of all-ones / all-zeros lanes.
 struct Vec {
   static constexpr int kLanes = 8;
-  static constexpr int kWindow = 16;  // the columns two loads cover
+  static constexpr int kWindow = 16;         // the columns two loads cover
+  static constexpr bool kCopyLanes = false;  // see copy_lanes
   using D = __m256d;
   using F = __m256;
   using I = __m256i;

@@ -31,7 +31,8 @@ namespace avx512 {
 // The vector width of sampling_rows.h: 16 float or int32 lanes, 8 doubles.
 struct Vec {
   static constexpr int kLanes = 16;
-  static constexpr int kWindow = 32;  // the columns two loads cover
+  static constexpr int kWindow = 32;         // the columns two loads cover
+  static constexpr bool kCopyLanes = false;  // see copy_lanes
   using D = __m512d;
   using F = __m512;
   using I = __m512i;

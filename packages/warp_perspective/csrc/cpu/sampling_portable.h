@@ -8,15 +8,16 @@
 // decides, and an array loop holding selects or double -> int conversions is
 // one it often leaves scalar (see sampling_avx2.h on the table loops).
 //
-// Results are bit for bit those of the AVX2 and AVX-512 builds, which use
-// fused multiply-adds (the coordinates in double, the blend in float), round
-// with the x86 rounding instructions and convert with cvtt. Where the target
-// has no FMA instruction (baseline x86-64) ffmadd and dfmadd are emulated
-// exactly, with error-free transformations and rounding to odd (Boldo and
-// Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
-// using rounding to odd", IEEE TC 2008), and floor / round half to even with
-// the 1.5 * 2^52 addition, which rounds to nearest even in the default
-// rounding mode.
+// The AVX2 and AVX-512 builds use fused multiply-adds (the coordinates in
+// double, the blend in float); this one uses them where the target has an FMA
+// instruction (__FP_FAST_FMA, __FP_FAST_FMAF: AArch64, x86-64 built for v3)
+// and a multiply then an add elsewhere (baseline x86-64), as the table loops
+// of sampling_loops.h do: there its float32 results agree with theirs to the
+// rounding of the weights, its uint8 ones within 1 and its nearest taps but
+// where a coordinate falls within rounding of a half. Emulating the fused
+// operation exactly costs several times the whole kernel. Rounding (half to
+// even, floor) and the conversions match the AVX builds: the 1.5 * 2^52
+// addition rounds to nearest even in the default rounding mode.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,9 @@ namespace portable {
 struct Vec {
   static constexpr int kLanes = 4;
   static constexpr int kWindow = 8;  // the columns two loads cover
+  // Nearest sampling copies pixels lane by lane (copy_lanes in
+  // sampling_rows.h) rather than through windows and float.
+  static constexpr bool kCopyLanes = true;
   // 16-byte vectors, the width of SSE2 and NEON: GCC lowers comparisons of
   // wider vectors to scalar code at the baseline target.
   typedef double D __attribute__((vector_size(16)));  // kLanes / 2 doubles
@@ -66,29 +70,20 @@ struct Vec {
   static D dmul(D a, D b) {
     return a * b;
   }
-  // a * b + c rounded once, as vfmadd.
+  // a * b + c, rounded once (as vfmadd) where the target has FMA.
   C10_ALWAYS_INLINE static D dfmadd(D a, D b, D c) {
 #ifdef __FP_FAST_FMA
     return D{__builtin_fma(a[0], b[0], c[0]), __builtin_fma(a[1], b[1], c[1])};
 #else
-    // a * b = uh + ul exactly (Dekker's product, Veltkamp's split; exact
-    // unless a * b underflows or |a|, |b| exceed 2^995, far beyond a
-    // homography's coefficients and a row's columns), then c + uh + ul
-    // rounded once: (th, tl) = c + uh exactly, and th + (tl + ul rounded to
-    // odd) rounds as the exact sum would.
-    const D uh = a * b;
-    const D ul = product_error(a, b, uh);
-    D th, tl;
-    two_sum(c, uh, th, tl);
-    return th + sum_to_odd(tl, ul);
+    return a * b + c;
 #endif
   }
   // As maxpd / minpd: the second operand when either is NaN.
   static D dmin(D a, D b) {
-    return select_bits<D, L>(a < b, b, a);
+    return a < b ? a : b;
   }
   static D dmax(D a, D b) {
-    return select_bits<D, L>(a > b, b, a);
+    return b < a ? a : b;
   }
   static D diota(int half) {
     return half == 0 ? D{0, 1} : D{2, 3};
@@ -133,7 +128,7 @@ struct Vec {
   static F fmul(F a, F b) {
     return a * b;
   }
-  // a * b + c rounded once, as vfmadd.
+  // a * b + c, rounded once (as vfmadd) where the target has FMA.
   C10_ALWAYS_INLINE static F ffmadd(F a, F b, F c) {
 #ifdef __FP_FAST_FMAF
     F r;
@@ -142,19 +137,7 @@ struct Vec {
     }
     return r;
 #else
-    // In double the product of two floats is exact, and their sum s rounds
-    // to float as the exact sum would unless s is a tie for float rounding
-    // (then the exact sum may lie on either side of it): a normal float's
-    // tie has 1 then 28 zeros as its last 29 significand bits; ties between
-    // subnormal floats are below 2^-126. Rare: those groups are redone with
-    // the sum rounded to odd, which rounds correctly (53 >= 24 + 2 bits).
-    const D plo = widen(a, 0) * widen(b, 0), phi = widen(a, 1) * widen(b, 1);
-    const D clo = widen(c, 0), chi = widen(c, 1);
-    const D slo = plo + clo, shi = phi + chi;
-    if (__builtin_expect(any(float_tie(slo) | float_tie(shi)), 0)) {
-      return ffmadd_to_odd(plo, clo, phi, chi);
-    }
-    return to_float(slo, shi);
+    return a * b + c;
 #endif
   }
 
@@ -260,17 +243,14 @@ struct Vec {
       }
     }
   }
-  // Round half up and saturate as the AVX-512 build does: floor(v + 0.5)
-  // converted as cvtps2dq does (NaN and values out of int32 range become
-  // INT32_MIN), then clamped to [0, 255]. Truncating instead of flooring
-  // changes only values in (-1, 0), which clamp to 0 either way. (The AVX2
-  // build's packs saturate through int16, giving 0 from 32767.5 up; a blend
-  // of uint8 taps never comes near.)
+  // Round half up and saturate: floor(v + 0.5) clamped to [0, 255], as the
+  // AVX builds do for any blend of uint8 taps (those lie in [0, 255]). The
+  // clamp comes first, in float (NaN gives 0), so that truncating converts.
   static void store(uint8_t* p, Tail n, F v) {
-    const F x = v + 0.5f;
-    const M in_range = (x >= -2147483648.0f) & (x < 2147483648.0f);
-    const I i = __builtin_convertvector((F)((I)x & in_range), I) & in_range;
-    const B4 bytes = __builtin_convertvector(clamp(i, iset(255)), B4);
+    F x = v + 0.5f;
+    x = zero_unless(x > 0.0f, x);
+    x = select(x > 255.0f, x, fset(255.0f));
+    const B4 bytes = __builtin_convertvector(__builtin_convertvector(x, I), B4);
     if (n >= kLanes) {
       std::memcpy(p, &bytes, kLanes);
     } else {
@@ -298,62 +278,6 @@ struct Vec {
   static F join(F2 lo, F2 hi) {
     return __builtin_shufflevector(lo, hi, 0, 1, 2, 3);
   }
-  // Lanes 2 half .. 2 half + 1 of v in double.
-  static D widen(F v, int half) {
-    // The high half moved down first: GCC converts the low half of a vector
-    // with one cvtps2pd, other lanes one at a time.
-    const F w = half == 0 ? v : __builtin_shufflevector(v, v, 2, 3, 2, 3);
-    return __builtin_convertvector(__builtin_shufflevector(w, w, 0, 1), D);
-  }
-  // ffmadd's rare case, out of line.
-  __attribute__((noinline, cold)) static F ffmadd_to_odd(D plo,
-                                                         D clo,
-                                                         D phi,
-                                                         D chi) {
-    return to_float(sum_to_odd(plo, clo), sum_to_odd(phi, chi));
-  }
-  // Lanes where s may be a tie for rounding to float, as a mask of I (in
-  // the 32-bit halves holding s's low bits, 0 in the others).
-  static I float_tie(D s) {
-    const I tie = ((I)s & I{0x1FFFFFFF, 0, 0x1FFFFFFF, 0}) ==
-                  I{0x10000000, 1, 0x10000000, 1};
-    const D size = (D)((L)s & ~(L)dset(-0.0));  // |s|
-    const I tiny = (I)(size < 1.1754943508222875e-38) & (I)(size > 0.0);
-    return tie | tiny;
-  }
-  // s + e == x + y exactly, s = x + y rounded (Knuth's TwoSum).
-  static void two_sum(D x, D y, D& s, D& e) {
-    s = x + y;
-    const D yy = s - x;
-    e = (x - (s - yy)) + (y - yy);
-  }
-  // x + y rounded to odd: if inexact, the neighbour of the exact sum whose
-  // last significand bit is 1. Infinities and NaN pass through.
-  static D sum_to_odd(D x, D y) {
-    D s, e;
-    two_sum(x, y, s, e);
-    // The tests on the low bit and on the signs are made on 32-bit halves
-    // (SSE2 has no 64-bit comparisons) and spread to both halves.
-    const I sb = (I)s;
-    const I even = (sb & 1) == 0;          // in the low halves
-    const I same_sign = (sb ^ (I)e) >= 0;  // in the high halves
-    const L even64 = (L)__builtin_shufflevector(even, even, 0, 0, 2, 2);
-    const L same64 =
-        (L)__builtin_shufflevector(same_sign, same_sign, 1, 1, 3, 3);
-    const L inexact = (e < 0.0) | (e > 0.0);
-    // One step away from zero when e has the sign of s, else towards it.
-    return (D)((L)s + (inexact & even64 & (~same64 | 1)));
-  }
-#ifndef __FP_FAST_FMA
-  // The rounding error of uh = a * b (Dekker).
-  static D product_error(D a, D b, D uh) {
-    const D split = dset(134217729.0);  // 2^27 + 1
-    const D ga = a * split, gb = b * split;
-    const D ah = ga - (ga - a), bh = gb - (gb - b);
-    const D al = a - ah, bl = b - bh;
-    return ((ah * bh - uh) + ah * bl + al * bh) + al * bl;
-  }
-#endif
 };
 
 #include "cpu/sampling_rows.h"

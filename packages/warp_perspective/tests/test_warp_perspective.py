@@ -324,11 +324,22 @@ torch.save(outs, sys.argv[1])
 """
 
 
+def _assert_nearest_close(got, expected, msg):
+    """Nearest sampling copies pixels, so levels agree exactly but where a source
+    coordinate lies within rounding of a half (exact half-pixel shifts, scales by 2):
+    with and without fused multiply-adds it may round either way there. At most 1% of
+    the pixels may differ."""
+    same = (got == expected) | (got.isnan() & expected.isnan())
+    differ = (~same).sum().item()
+    assert differ <= 0.01 * got.numel(), f"{msg}: {differ} of {got.numel()} elements differ"
+
+
 def test_cpu_levels_agree(tmp_path):
     """The built-in kernel has AVX-512 row loops, AVX2 ones and portable ones (for CPUs
     without AVX2); WARP_PERSPECTIVE_NO_AVX512=1 and WARP_PERSPECTIVE_NO_AVX2=1 force the
     lower ones, each in a subprocess. Every level must give the same results up to the
-    rounding of the float32 weights."""
+    rounding of the float32 weights (the portable level does not fuse multiply-adds on
+    a target without FMA), nearest sampling but at ties (_assert_nearest_close)."""
     results = {}
     for name, env in _LEVELS.items():
         path = tmp_path / f"{name}.pt"
@@ -349,9 +360,94 @@ def test_cpu_levels_agree(tmp_path):
     assert len(reference_level) == 12
     for name, out in results.items():
         for key, expected in reference_level.items():
+            if key[1] == "nearest":
+                _assert_nearest_close(out[key], expected, f"{name} {key}")
+                continue
             tol = {"atol": 1, "rtol": 0} if key[0] == "torch.uint8" else {"atol": 1e-5, "rtol": 0}
             assert_close(
                 out[key], expected, **tol, msg=lambda m, key=key, name=name: f"{name} {key}: {m}"
+            )
+
+
+_ROWS_SCRIPT = """
+import itertools, math, sys, torch, warp_perspective
+outs = {}
+g = torch.Generator().manual_seed(11)
+for (h, w), dsize in (((37, 61), (35, 53)), ((50, 99), (47, 101)), ((9, 17), (13, 19))):
+    c = torch.tensor([[1.0, 0, (w - 1) / 2], [0, 1, (h - 1) / 2], [0, 0, 1]], dtype=torch.float64)
+    r = math.radians(30)
+    rot = c @ torch.tensor(
+        [[math.cos(r), -math.sin(r), 0], [math.sin(r), math.cos(r), 0], [0, 0, 1]],
+        dtype=torch.float64,
+    ) @ torch.linalg.inv(c)
+    warps = torch.stack([
+        torch.tensor([[1.01, 0.02, 0.7], [-0.015, 0.99, -0.4], [1e-4, -2e-4, 1]]).double(),
+        rot,
+        torch.tensor([[1.0, 0, w / 3], [0, 1, -h / 4], [0, 0, 1]]).double(),  # half outside
+        torch.tensor([[0.3, 0.01, 2], [0.02, 0.35, 1], [0, 0, 1]]).double(),  # zoom out
+        torch.tensor([[1.0, 0.1, 0], [0.05, 1, 0], [-2.0 / w, 0.0, 1.0]]).double(),  # w = 0
+    ])
+    for dtype, interpolation, padding_mode in itertools.product(
+        (torch.float32, torch.uint8), ("bilinear", "nearest"), ("zeros", "border")
+    ):
+        if dtype == torch.uint8:
+            image = torch.randint(0, 256, (len(warps), 2, h, w), generator=g, dtype=dtype)
+        else:
+            image = torch.randn(len(warps), 2, h, w, generator=g) * 100
+            image[0, 0, 3, 5] = float("nan")
+            image[1, 1, h // 2, w // 2] = float("inf")
+        m = warps.float() if dtype == torch.float32 else warps
+        outs[(h, w, str(dtype), interpolation, padding_mode)] = (
+            torch.ops.warp_perspective._warp_perspective_builtin(
+                image, m, dsize, interpolation, padding_mode
+            )
+        )
+outs["cpu_geometry"] = warp_perspective.build_config()["cpu_geometry"]
+torch.save(outs, sys.argv[1])
+"""
+
+
+def test_row_kernels_agree_across_levels(tmp_path):
+    """float32 and uint8 take the row kernels of sampling_rows.h at every CPU level:
+    built for AVX-512 and AVX2 (fused multiply-adds, the same floor, rounding and uint8
+    conversion) they must agree bit for bit; the portable build (no intrinsics;
+    WARP_PERSPECTIVE_NO_AVX2=1), which fuses only where the target has FMA, agrees with
+    them to rounding: float32 within 1e-5 of the value range, uint8 within one count,
+    nearest sampling but at ties, NaN and inf pixels included. Near identity, a rotation, a warp half outside the
+    image, zoom out and w = 0 inside the output, on widths that are not multiples of 8
+    or 16."""
+    results = {}
+    for name, env in _LEVELS.items():
+        path = tmp_path / f"{name}.pt"
+        subprocess.run(
+            [sys.executable, "-c", _ROWS_SCRIPT, str(path)], check=True, env={**os.environ, **env}
+        )
+        results[name] = torch.load(path)
+    levels = {name: out.pop("cpu_geometry") for name, out in results.items()}
+    assert levels["portable"] == "portable"
+    if levels["default"] == "portable":
+        pytest.skip("this CPU has no AVX2: the portable row kernels are the only ones")
+    portable = results.pop("portable")
+    for name, out in results.items():
+        for key, expected in portable.items():
+            got = out[key]
+            msg = f"{levels[name]} against portable, {key}"
+            if key[3] == "nearest":
+                _assert_nearest_close(got, expected, msg)
+            elif got.dtype == torch.uint8:
+                assert_close(got, expected, atol=1, rtol=0, msg=msg)
+            else:
+                finite = expected[expected.isfinite()]
+                atol = 1e-5 * (finite.max() - finite.min()).item()
+                assert_close(got, expected, atol=atol, rtol=0, equal_nan=True, msg=msg)
+    if "avx512" in levels.values() and "avx2" in levels.values():
+        avx512, avx2 = results["default"], results["no_avx512"]
+        for key, expected in avx2.items():
+            got = avx512[key]
+            if got.dtype == torch.float32:
+                got, expected = got.view(torch.int32), expected.view(torch.int32)
+            assert torch.equal(got, expected), f"avx512 against avx2, {key}: " + (
+                f"{(got != expected).sum().item()} elements differ"
             )
 
 

@@ -2,17 +2,20 @@
 // without OpenCV and for float64) and its adjoint, the backward.
 //
 // The forward works one destination row at a time, all C channels of it, so
-// the geometry of a pixel is computed once and shared by every channel. With
-// AVX2 or AVX-512 (float32, uint8) one function does the whole row, geometry
-// in registers (cpu/sampling_rows.h, built by cpu/sampling_avx2.h and
-// cpu/sampling_avx512.h). Otherwise
-// (float64, older CPUs) a first loop computes, for every pixel of the row, the
+// the geometry of a pixel is computed once and shared by every channel. For
+// float32 and uint8 one function does the whole row, geometry in registers:
+// the row kernels of cpu/sampling_rows.h, one source built three times over
+// the vector width (cpu/sampling_avx512.h, cpu/sampling_avx2.h and, for CPUs
+// without AVX2, cpu/sampling_portable.h): the AVX ones give the same results
+// bit for bit, the portable one the same up to rounding where the target has
+// no FMA. For float64 a first loop computes, for every pixel of the row, the
 // plane offsets of the taps it reads and their weights (in double, vectorised)
 // into tables, and a second loop gathers and blends those taps for each channel
 // in turn; both are leaf functions compiled for AVX-512, AVX2 and baseline
-// x86-64 (SHARED_BUILD_CPU_CLONES). Rows of all images of the batch are handed
-// out in chunks to torch's intra-op threads (cpu/parallel.h), so one large
-// image uses every thread too.
+// x86-64 (SHARED_BUILD_CPU_CLONES). The backward reuses those tables (float32
+// and float64). Rows of all images of the batch are handed out in chunks to
+// torch's intra-op threads (cpu/parallel.h), so one large image uses every
+// thread too.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -34,6 +37,7 @@
 #include "cpu/sampling_avx2.h"
 #include "cpu/sampling_avx512.h"
 #include "cpu/sampling_loops.h"
+#include "cpu/sampling_portable.h"
 #include "warp_perspective.h"
 
 namespace warp_perspective {
@@ -112,14 +116,8 @@ SHARED_BUILD_CPU_CLONES void nearest_taps_border(const Geometry& g,
       const scalar_t* src, const index_t* off, scalar_t* out, int64_t n) { \
     nearest_gather_loop<scalar_t>(src, off, out, n);                       \
   }
-WP_GATHER(float, float)
 WP_GATHER(double, double)
-WP_GATHER(uint8_t, float)
 #undef WP_GATHER
-
-template <typename scalar_t>
-using weight_type =
-    std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
 
 // The widest loops this CPU runs: AVX-512 (F, BW, DQ, VL), AVX2 with FMA, or
 // portable. WARP_PERSPECTIVE_NO_AVX512=1 caps it at AVX2 and
@@ -238,7 +236,7 @@ void fix_outside_taps(const Problem& p,
     if (bits & 8) {
       v += t.w11[i] * static_cast<weight_t>(src[t.o11[i]]);
     }
-    out[i] = to_scalar<scalar_t, weight_t>(v);
+    out[i] = static_cast<scalar_t>(v);
   }
 }
 
@@ -269,11 +267,10 @@ Geometry make_geometry(const Problem& p,
                   static_cast<index_t>(src.stride(2))};
 }
 
-#ifdef WARP_PERSPECTIVE_HAVE_AVX2
 template <typename scalar_t>
 using RowKernel = void (*)(const RowJob<scalar_t>&);
 
-// The row kernel of this CPU level and mode (float32 and uint8), or nullptr.
+// The row kernel of this CPU level and mode (float32 and uint8).
 template <typename scalar_t>
 RowKernel<scalar_t> row_kernel(const Problem& p) {
   const bool border = p.padding == Padding::kBorder;
@@ -288,6 +285,7 @@ RowKernel<scalar_t> row_kernel(const Problem& p) {
                   : avx512::bilinear_row<scalar_t, false>;
   }
 #endif
+#ifdef WARP_PERSPECTIVE_HAVE_AVX2
   if (cpu_isa() == Isa::kAvx2) {
     if (nearest) {
       return border ? avx2::nearest_row<scalar_t, true>
@@ -296,10 +294,16 @@ RowKernel<scalar_t> row_kernel(const Problem& p) {
     return border ? avx2::bilinear_row<scalar_t, true>
                   : avx2::bilinear_row<scalar_t, false>;
   }
-  return nullptr;
+#endif
+  if (nearest) {
+    return border ? portable::nearest_row<scalar_t, true>
+                  : portable::nearest_row<scalar_t, false>;
+  }
+  return border ? portable::bilinear_row<scalar_t, true>
+                : portable::bilinear_row<scalar_t, false>;
 }
 
-// The row kernels (float32 and uint8, AVX2 or AVX-512): geometry in
+// The row kernels (float32 and uint8, every CPU level): geometry in
 // registers, every channel of a row per call, no tables and no outside-tap
 // pass (their gathers are masked).
 template <typename scalar_t>
@@ -335,22 +339,15 @@ void forward_rows(const Problem& p,
     }
   });
 }
-#endif
 
+// The table loops (float64): each row's taps into tables, then every channel
+// gathered from them, pixels with a tap outside the image recomputed.
 template <typename scalar_t>
-void forward_impl(const Problem& p,
-                  const std::vector<std::array<double, 9>>& inverses,
-                  const at::Tensor& src,
-                  at::Tensor& out) {
-#ifdef WARP_PERSPECTIVE_HAVE_AVX2
-  if constexpr (!std::is_same_v<scalar_t, double>) {
-    if (const auto kernel = row_kernel<scalar_t>(p)) {
-      forward_rows<scalar_t>(p, inverses, src, out, kernel);
-      return;
-    }
-  }
-#endif
-  using weight_t = weight_type<scalar_t>;
+void forward_tables(const Problem& p,
+                    const std::vector<std::array<double, 9>>& inverses,
+                    const at::Tensor& src,
+                    at::Tensor& out) {
+  using weight_t = scalar_t;
   const int64_t batch = src.size(0);
   const int64_t channels = src.size(1);
   const bool shared_warp = inverses.size() == 1;
@@ -391,6 +388,18 @@ void forward_impl(const Problem& p,
       }
     }
   });
+}
+
+template <typename scalar_t>
+void forward_impl(const Problem& p,
+                  const std::vector<std::array<double, 9>>& inverses,
+                  const at::Tensor& src,
+                  at::Tensor& out) {
+  if constexpr (std::is_same_v<scalar_t, double>) {
+    forward_tables<scalar_t>(p, inverses, src, out);
+  } else {
+    forward_rows<scalar_t>(p, inverses, src, out, row_kernel<scalar_t>(p));
+  }
 }
 
 // The adjoint of forward_impl: grad_image[tap] += weight * grad_output[pixel]

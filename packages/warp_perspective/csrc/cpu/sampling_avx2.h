@@ -253,7 +253,8 @@ namespace avx2 {
 // Without mask registers a lane mask is a vector of all-ones / all-zeros lanes.
 struct Vec {
   static constexpr int kLanes = 8;
-  static constexpr int kWindow = 16;  // the columns two loads cover
+  static constexpr int kWindow = 16;         // the columns two loads cover
+  static constexpr bool kCopyLanes = false;  // see copy_lanes
   using D = __m256d;
   using F = __m256;
   using I = __m256i;
@@ -363,7 +364,7 @@ struct Vec {
   static Tail tail(int64_t n) {
     return n;
   }
-  // The first n (1 to 8) lanes of v, converted as to_scalar does.
+  // The first n (1 to 8) lanes of v (uint8: as the AVX-512 store).
   static void store(float* p, Tail n, F v) {
     if (n >= 8) {
       _mm256_storeu_ps(p, v);

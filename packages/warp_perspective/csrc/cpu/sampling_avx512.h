@@ -31,7 +31,8 @@ namespace avx512 {
 // The vector width of sampling_rows.h: 16 float or int32 lanes, 8 doubles.
 struct Vec {
   static constexpr int kLanes = 16;
-  static constexpr int kWindow = 32;  // the columns two loads cover
+  static constexpr int kWindow = 32;         // the columns two loads cover
+  static constexpr bool kCopyLanes = false;  // see copy_lanes
   using D = __m512d;
   using F = __m512;
   using I = __m512i;
@@ -132,8 +133,8 @@ struct Vec {
   static Tail tail(int64_t n) {
     return n >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
   }
-  // The lanes of keep of v, converted as to_scalar does (uint8: round half
-  // up, saturate).
+  // The lanes of keep of v (uint8: rounded half up and saturated, as
+  // OpenCV's fixed-point arithmetic does; see sampling_portable.h's store).
   static void store(float* p, Tail keep, F v) {
     _mm512_mask_storeu_ps(p, keep, v);
   }

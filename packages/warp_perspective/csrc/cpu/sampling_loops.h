@@ -243,19 +243,6 @@ C10_ALWAYS_INLINE void nearest_taps_loop(const Geometry& g,
 }
 
 template <typename scalar_t, typename weight_t>
-C10_ALWAYS_INLINE scalar_t to_scalar(weight_t v) {
-  if constexpr (std::is_same_v<scalar_t, uint8_t>) {
-    // Bilinear weights sum to 1, so v is in [0, 255] up to rounding; round
-    // half up as OpenCV's fixed-point arithmetic does, and saturate.
-    const weight_t r = std::floor(v + weight_t(0.5));
-    return static_cast<uint8_t>(
-        std::min(std::max(r, weight_t(0)), weight_t(255)));
-  } else {
-    return static_cast<scalar_t>(v);
-  }
-}
-
-template <typename scalar_t, typename weight_t>
 C10_ALWAYS_INLINE void bilinear_gather_loop(const scalar_t* __restrict__ src,
                                             const index_t* __restrict__ o00,
                                             const index_t* __restrict__ o01,
@@ -272,7 +259,7 @@ C10_ALWAYS_INLINE void bilinear_gather_loop(const scalar_t* __restrict__ src,
                        w01[i] * static_cast<weight_t>(src[o01[i]]) +
                        w10[i] * static_cast<weight_t>(src[o10[i]]) +
                        w11[i] * static_cast<weight_t>(src[o11[i]]);
-    out[i] = to_scalar<scalar_t, weight_t>(v);
+    out[i] = static_cast<scalar_t>(v);
   }
 }
 

@@ -4,9 +4,17 @@
 // weights) kept in registers while every channel is sampled from it.
 //
 // As ATen compiles one kernel source per instruction set, this file is
-// included once per instruction set (sampling_avx512.h, sampling_avx2.h),
-// inside that set's namespace, after its Vec (the vector width and the
-// operations on it) and under its #pragma GCC target; hence no #pragma once.
+// included once per instruction set, inside that set's namespace, after its
+// Vec (the vector width and the operations on it); hence no #pragma once.
+// sampling_avx512.h (16 lanes) and sampling_avx2.h (8 lanes) include it under
+// their #pragma GCC target, sampling_portable.h (4 lanes, GCC/Clang vector
+// extensions, no intrinsics) at the baseline target, for CPUs without AVX2.
+// Every Vec computes the same thing: coordinates in double with multiply-adds,
+// the blend in float with multiply-adds, floor and round half to even, uint8
+// rounded half up and saturated. The AVX builds fuse the multiply-adds and
+// agree bit for bit; the portable one fuses them only where the target has
+// FMA, and agrees with them up to rounding elsewhere (the package tests check
+// both).
 //
 // Loads instead of gathers. Near-identity warps (rectification, augmentation)
 // read, for kLanes neighbouring destination pixels, source columns that lie
@@ -75,7 +83,7 @@ struct Bilinear {
   Vec::F w00, w01, w10, w11;
 };
 
-inline Bilinear bilinear_taps(const RowCoeffs& k, int64_t x0) {
+C10_ALWAYS_INLINE Bilinear bilinear_taps(const RowCoeffs& k, int64_t x0) {
   Vec::D sx[2], sy[2];
   group_coords(k, x0, sx, sy);
   const Vec::D fx[2] = {Vec::dfloor(sx[0]), Vec::dfloor(sx[1])};
@@ -99,21 +107,21 @@ inline Bilinear bilinear_taps(const RowCoeffs& k, int64_t x0) {
 
 // The tap of kLanes pixels for nearest sampling, rounded half to even
 // (cvRound).
-inline void nearest_taps(const RowCoeffs& k,
-                         int64_t x0,
-                         Vec::I& ix,
-                         Vec::I& iy) {
+C10_ALWAYS_INLINE void nearest_taps(const RowCoeffs& k,
+                                    int64_t x0,
+                                    Vec::I& ix,
+                                    Vec::I& iy) {
   Vec::D sx[2], sy[2];
   group_coords(k, x0, sx, sy);
   ix = Vec::to_int(Vec::dround(sx[0]), Vec::dround(sx[1]));
   iy = Vec::to_int(Vec::dround(sy[0]), Vec::dround(sy[1]));
 }
 
-inline Vec::F blend_taps(const Bilinear& t,
-                         Vec::F v00,
-                         Vec::F v01,
-                         Vec::F v10,
-                         Vec::F v11) {
+C10_ALWAYS_INLINE Vec::F blend_taps(const Bilinear& t,
+                                    Vec::F v00,
+                                    Vec::F v01,
+                                    Vec::F v10,
+                                    Vec::F v11) {
   Vec::F v = Vec::fmul(t.w00, v00);
   v = Vec::ffmadd(t.w01, v01, v);
   v = Vec::ffmadd(t.w10, v10, v);
@@ -137,7 +145,10 @@ struct Window {
 // pixels bound the group; every lane is checked against those bounds all the
 // same.
 template <int kSpan>
-inline bool find_window(const Geometry& g, Vec::I ix, Vec::I iy, Window& win) {
+C10_ALWAYS_INLINE bool find_window(const Geometry& g,
+                                   Vec::I ix,
+                                   Vec::I iy,
+                                   Window& win) {
   const int xlo = std::min(Vec::first_lane(ix), Vec::last_lane(ix));
   const int ylo = std::min(Vec::first_lane(iy), Vec::last_lane(iy));
   const Vec::I dx = Vec::isub(ix, Vec::iset(xlo));
@@ -168,9 +179,10 @@ inline Vec::F pick(const scalar_t* plane, int64_t offset, const Vec::Index& i) {
       Vec::load(plane + offset), Vec::load(plane + offset + Vec::kLanes), i);
 }
 
-// The portable loops' bilinear_taps_loop + bilinear_gather_loop for one row of
-// every channel. Requires the image's planes to span fewer than 2^31 elements
-// (int32 gather offsets), as the table loops do.
+// Bilinear sampling of one row of every channel: the arithmetic of the table
+// loops' bilinear_taps_loop + bilinear_gather_loop (sampling_loops.h), with
+// multiply-adds (Vec::dfmadd, Vec::ffmadd). Requires the image's planes to span
+// fewer than 2^31 elements (int32 gather offsets), as the table loops do.
 template <typename scalar_t, bool kBorder>
 void bilinear_row(const RowJob<scalar_t>& job) {
   // Copies: the masked stores below would otherwise make the compiler
@@ -304,7 +316,58 @@ void bilinear_row(const RowJob<scalar_t>& job) {
   }
 }
 
-// nearest_taps_loop + nearest_gather_loop for one row of every channel.
+// Nearest sampling for a Vec with kCopyLanes (the portable one, whose picks
+// and uint8 conversions are per-lane code anyway): no windows, the first n (up
+// to kLanes) pixels of a group are copied one by one in the image's type,
+// lane k from plane[off[k]] where valid[k], 0 elsewhere: the values the
+// other paths give through float. The offsets are those of clamped taps,
+// inside the plane, so each lane reads unconditionally, then masks. Templates
+// over V so that the lane accesses are only compiled for such a Vec.
+template <typename V>
+struct LaneCopy {
+  int64_t n;
+  bool all_valid;
+  int64_t off[V::kLanes];
+  bool valid[V::kLanes];
+};
+
+template <typename V>
+C10_ALWAYS_INLINE LaneCopy<V> lane_copy(int64_t n,
+                                        typename V::I off,
+                                        typename V::M valid) {
+  LaneCopy<V> lc;
+  lc.n = std::min<int64_t>(n, V::kLanes);
+  lc.all_valid = V::all(valid);
+  for (int k = 0; k < V::kLanes; ++k) {
+    lc.off[k] = off[k];
+    lc.valid[k] = valid[k] != 0;
+  }
+  return lc;
+}
+
+template <typename V, typename scalar_t>
+C10_ALWAYS_INLINE void copy_lanes(const LaneCopy<V>& lc,
+                                  scalar_t* out,
+                                  const scalar_t* plane) {
+  if (lc.n == V::kLanes && lc.all_valid) {
+    for (int k = 0; k < V::kLanes; ++k) {
+      out[k] = plane[lc.off[k]];
+    }
+  } else if (lc.n == V::kLanes) {
+    for (int k = 0; k < V::kLanes; ++k) {
+      const scalar_t v = plane[lc.off[k]];
+      out[k] = lc.valid[k] ? v : scalar_t(0);
+    }
+  } else {
+    for (int64_t k = 0; k < lc.n; ++k) {
+      const scalar_t v = plane[lc.off[k]];
+      out[k] = lc.valid[k] ? v : scalar_t(0);
+    }
+  }
+}
+
+// Nearest sampling of one row of every channel, as nearest_taps_loop +
+// nearest_gather_loop.
 template <typename scalar_t, bool kBorder>
 void nearest_row(const RowJob<scalar_t>& job) {
   // Copies, as in bilinear_row.
@@ -315,7 +378,8 @@ void nearest_row(const RowJob<scalar_t>& job) {
   const int64_t src_c = job.src_stride_c;
   const int64_t out_c = job.out_stride_c;
   const RowCoeffs k = row_coeffs(g);
-  const bool loads = g.stride_w == 1 && g.src_w >= Vec::kWindow && g.src_h >= 2;
+  const bool loads = !Vec::kCopyLanes && g.stride_w == 1 &&
+                     g.src_w >= Vec::kWindow && g.src_h >= 2;
   const int64_t sh = g.stride_h;
   const Vec::I size_x = Vec::iset(static_cast<int>(g.src_w));
   const Vec::I size_y = Vec::iset(static_cast<int>(g.src_h));
@@ -369,9 +433,23 @@ void nearest_row(const RowJob<scalar_t>& job) {
     }
     const Vec::I off = Vec::iadd(Vec::imul(cy, Vec::iset(g.stride_h)),
                                  Vec::imul(cx, Vec::iset(g.stride_w)));
-    for (int64_t c = 0; c < channels; ++c) {
-      const scalar_t* plane = src + c * src_c;
-      Vec::store(out + c * out_c, keep, Vec::gather(plane, valid, off));
+    if constexpr (Vec::kCopyLanes) {
+      const LaneCopy<Vec> lanes = lane_copy<Vec>(g.n - x0, off, valid);
+      // The prefetches as in the window paths, once per cache line of
+      // destination pixels.
+      const bool prefetch = x0 % (64 / sizeof(scalar_t)) == 0;
+      for (int64_t c = 0; c < channels; ++c) {
+        const scalar_t* plane = src + c * src_c;
+        if (prefetch) {
+          prefetch_ahead(plane, lanes.off[0] + kPrefetchRows * sh + 16);
+        }
+        copy_lanes(lanes, out + c * out_c, plane);
+      }
+    } else {
+      for (int64_t c = 0; c < channels; ++c) {
+        Vec::store(
+            out + c * out_c, keep, Vec::gather(src + c * src_c, valid, off));
+      }
     }
   }
 }

@@ -4,7 +4,7 @@
 // does (pixel centres at integer coordinates, double precision).
 #pragma once
 
-#include <c10/macros/Macros.h>
+#include <torch/headeronly/macros/Macros.h>
 
 #include <cmath>
 

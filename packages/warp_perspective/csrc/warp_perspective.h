@@ -1,19 +1,57 @@
-// Declarations shared by the op's registration, its autograd and its CPU and
-// CUDA kernels.
+// Declarations shared by the op's registration and its CPU and CUDA kernels.
+//
+// The library is built on LibTorch's stable ABI: it includes only
+// torch/csrc/stable, torch/headeronly and the C shim, so one build loads
+// under every torch from the target release on. Autograd and the fake kernels
+// (torch.compile, torch.export, the meta device) are Python, in
+// src/warp_perspective/ops.py: the stable API has neither C++ autograd nor
+// symbolic sizes.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-#include <c10/util/OptionalArrayRef.h>
-#include <c10/util/string_view.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/core/ScalarType.h>
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace warp_perspective {
 
+using torch::headeronly::ScalarType;
+using torch::stable::Tensor;
+
 enum class Interpolation { kBilinear, kNearest };
 enum class Padding { kZeros, kBorder };
+
+// Throws std::runtime_error (RuntimeError in Python, c10::Error's base in a
+// C++ program) whose message is the arguments written one after the other.
+// STD_TORCH_CHECK would prefix the function, file and line; these sentences
+// are the API, and ops.py's fake kernels say the same words (a test compares
+// them on every bad input).
+template <typename... Args>
+[[noreturn]] void fail(const Args&... args) {
+  std::ostringstream message;
+  ((message << args), ...);
+  throw std::runtime_error(message.str());
+}
+
+#define WARP_CHECK(cond, ...)                \
+  do {                                       \
+    if (!(cond)) {                           \
+      ::warp_perspective::fail(__VA_ARGS__); \
+    }                                        \
+  } while (false)
+
+// Sizes written as torch writes them: [2, 3, 4].
+struct Sizes {
+  std::vector<int64_t> values;
+};
 
 // What every kernel of warp_perspective works on, after the checks. The
 // sampling maps the source image (src_h x src_w) to the destination
@@ -22,8 +60,8 @@ enum class Padding { kZeros, kBorder };
 struct Problem {
   // (B, C, H, W) view (no copy) of what the kernel reads: the image (forward)
   // or grad_output (backward).
-  at::Tensor input;
-  at::Tensor warp;  // (1, 3, 3) shared by the batch, or (B, 3, 3)
+  Tensor input;
+  Tensor warp;  // (1, 3, 3) shared by the batch, or (B, 3, 3)
   int64_t src_h = 0;
   int64_t src_w = 0;
   int64_t dst_h = 0;
@@ -35,45 +73,21 @@ struct Problem {
   std::vector<int64_t> result_sizes;
 };
 
-// Checks the arguments of warp_perspective (dims, sizes, dtypes, devices,
-// dsize, mode strings) and returns them normalised. Throws c10::Error
-// (RuntimeError in Python) with a sentence naming the offending values. The
-// Meta kernels (the fake kernels of torch.compile and torch.export) run the
-// same checks over symbolic sizes.
-Problem check_forward(const at::Tensor& image,
-                      const at::Tensor& warp,
-                      at::OptionalIntArrayRef dsize,
-                      c10::string_view interpolation,
-                      c10::string_view padding_mode);
-
-// The same for warp_perspective_backward: grad_output has the forward's output
-// shape, image_size is the forward input's shape.
-Problem check_backward(const at::Tensor& grad_output,
-                       const at::Tensor& warp,
-                       at::IntArrayRef image_size,
-                       c10::string_view interpolation,
-                       c10::string_view padding_mode);
-
-// The inverse of every matrix of warp, in double, row-major; throws naming
-// the matrix when one is singular or not finite. Copies warp to the host
-// first if it lives on a GPU (a synchronisation).
-std::vector<std::array<double, 9>> inverse_warps(const at::Tensor& warp);
-
 // The built-in CPU kernels, used without OpenCV, for float64, and for the
 // backward pass. out (B, C, dst_h, dst_w) and grad_image (B, C, src_h, src_w)
 // are contiguous and allocated; grad_image is zero.
 void forward_builtin_cpu(const Problem& p,
                          const std::vector<std::array<double, 9>>& inverses,
-                         at::Tensor& out);
+                         Tensor& out);
 void backward_builtin_cpu(const Problem& p,
                           const std::vector<std::array<double, 9>>& inverses,
-                          at::Tensor& grad_image);
+                          Tensor& grad_image);
 
 // The OpenCV CPU kernel: true when it computed out, false when this build
 // has no OpenCV or the case is one it leaves to the built-in kernel.
 bool forward_opencv_cpu(const Problem& p,
                         const std::vector<std::array<double, 9>>& inverses,
-                        at::Tensor& out);
+                        Tensor& out);
 
 // "opencv" when this build has the OpenCV backend, else "builtin".
 const char* cpu_backend();
@@ -87,3 +101,6 @@ const char* opencv_version();
 const char* cpu_geometry();
 
 }  // namespace warp_perspective
+
+// check_forward, check_backward, inverse_warps ...
+#include "checks.h"  // IWYU pragma: export

@@ -649,6 +649,40 @@ def test_opcheck_per_backend(backend):
         torch.library.opcheck(op, args, kwargs)
 
 
+def test_built_on_the_stable_abi():
+    assert warp_perspective.BUILD_INFO["abi"] == "stable"
+    assert warp_perspective.BUILD_INFO["torch_target"] == "2.13"
+
+
+def test_libraries_import_no_unstable_symbols():
+    """Both libraries call libtorch only through the C shim: no c10::, at::, torch:: symbol,
+    whose layout changes between torch releases (gc_cpp's tests show the audit can fail)."""
+    from shared_build.runtime import unstable_symbols
+
+    package = Path(warp_perspective.__file__).parent
+    libraries = sorted(str(p) for p in package.iterdir() if p.suffix == ".so")
+    assert warp_perspective.library_path() in libraries
+    cuda = warp_perspective.BUILD_INFO.get("cuda_library")
+    if cuda:
+        assert any(Path(lib).name == f"{cuda}.so" for lib in libraries)
+    for library in libraries:
+        assert unstable_symbols(library) == [], library
+
+
+def test_the_cpu_library_has_no_cuda_kernel():
+    """The CUDA kernels live in _C_cuda.so, loaded only under a CUDA torch: _C.so needs no
+    CUDA runtime, so the same wheel imports under a CPU-only torch."""
+    ldd = subprocess.run(["ldd", warp_perspective.library_path()], capture_output=True, text=True)
+    if ldd.returncode != 0:
+        pytest.skip(f"ldd unavailable: {ldd.stderr.strip()}")
+    assert "libcudart" not in ldd.stdout and "libtorch_cuda" not in ldd.stdout
+    loaded = warp_perspective.build_config()["cuda"] == "yes"
+    assert loaded == (warp_perspective.cuda_library_path() is not None)
+    assert loaded == torch._C._dispatch_has_kernel_for_dispatch_key(
+        "warp_perspective::warp_perspective", "CUDA"
+    )
+
+
 def test_library_does_not_need_libpython():
     """The library is loaded by a C++ program: it must not reference the Python C API."""
     nm = subprocess.run(
@@ -854,10 +888,57 @@ BAD_IDS = [
 @pytest.mark.parametrize("device", ["cpu", "meta", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize(("make", "kwargs", "message"), BAD_INPUTS, ids=BAD_IDS)
 def test_bad_inputs(device, make, kwargs, message):
-    # meta tensors run the Meta kernel, which must say the same as the kernels' checks.
+    # meta tensors run the fake kernel (ops.py), which must say the same as the kernels'
+    # checks (csrc/checks.h).
     image, m = make(device)
     with pytest.raises(RuntimeError, match=message):
         warp(image, m, **kwargs)
+
+
+@pytest.mark.parametrize(("make", "kwargs", "message"), BAD_INPUTS, ids=BAD_IDS)
+def test_fake_kernel_says_what_the_kernel_says(make, kwargs, message):
+    """The C++ checks (every real kernel, any caller) and ops.py's (the fake kernels, over
+    symbolic sizes) are two copies, as the stable ABI has no symbolic sizes in C++: every
+    bad input must get the same sentence, word for word, from both."""
+    said = []
+    for device in ("cpu", "meta"):
+        image, m = make(device)
+        with pytest.raises(RuntimeError, match=message) as error:
+            warp(image, m, **kwargs)
+        said.append(str(error.value))
+    assert said[0] == said[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (((2, 5, 5), [3, 5, 5], torch.float32), r"image_size \[3, 5, 5\] does not fit"),
+        (((2, 5, 5), [5, 5], torch.float32), r"image_size \[5, 5\] does not fit"),
+        (((5, 5), [5, 5], torch.uint8), "grad_output dtype must be float32 or float64"),
+        (((5, 5), [2**40, 2**40], torch.float32), "more bytes than a tensor can hold"),
+    ],
+    ids=["lead", "rank", "dtype", "huge"],
+)
+def test_backward_fake_kernel_says_what_the_kernel_says(args, message):
+    shape, image_size, dtype = args
+    said = []
+    for device in ("cpu", "meta"):
+        grad = torch.ones(shape, dtype=dtype, device=device)
+        with pytest.raises(RuntimeError, match=message) as error:
+            torch.ops.warp_perspective.warp_perspective_backward(
+                grad, torch.eye(3, device=device), image_size, "bilinear", "zeros"
+            )
+        said.append(str(error.value))
+    assert said[0] == said[1]
+
+
+def test_dsize_too_large_for_a_tensor():
+    said = []
+    for device in ("cpu", "meta"):
+        with pytest.raises(RuntimeError, match="more bytes than a tensor can hold") as error:
+            warp(torch.rand(3, 4, 4, device=device), torch.eye(3, device=device), [2**31, 2**31])
+        said.append(str(error.value))
+    assert said[0] == said[1]
 
 
 def test_bad_inputs_under_fake_tensor_mode():

@@ -124,10 +124,10 @@ def read_config(root: Path) -> PackageConfig:
         raise BuildError(
             f'[tool.shared_build] abi = {abi!r} in {pyproject}; use "full" or "stable"'
         )
-    if abi == "stable" and not (limited_api and python_module):
+    if abi == "stable" and not limited_api:
         raise BuildError(
-            f'[tool.shared_build] abi = "stable" in {pyproject} makes one abi3 wheel with a '
-            "Python module: drop limited_api = false and python_module = false"
+            f'[tool.shared_build] abi = "stable" in {pyproject} makes one abi3 wheel: drop '
+            "limited_api = false (pybind11 and the full Python C API are not stable)"
         )
     allowed = {"libraries", "library_dirs", "include_dirs", "extra_link_args", "define_macros"}
     unknown = set(table) - allowed

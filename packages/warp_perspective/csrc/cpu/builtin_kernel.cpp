@@ -16,14 +16,7 @@
 // and float64). Rows of all images of the batch are handed out in chunks to
 // torch's intra-op threads (cpu/parallel.h), so one large image uses every
 // thread too.
-#include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
-#include <c10/util/irange.h>
 #include <shared_build/cpu_dispatch.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <cmath>
@@ -240,22 +233,22 @@ void fix_outside_taps(const Problem& p,
   }
 }
 
-void check_plane_extent(const at::Tensor& t, const char* name) {
+void check_plane_extent(const Tensor& t, const char* name) {
   const int64_t extent =
       (t.size(2) - 1) * t.stride(2) + (t.size(3) - 1) * t.stride(3);
-  TORCH_CHECK(extent < std::numeric_limits<index_t>::max(),
-              "warp_perspective: ",
-              name,
-              " planes of shape ",
-              t.sizes().slice(2),
-              " (strides ",
-              t.strides().slice(2),
-              ") span 2^31 elements or more, which the CPU kernel does not "
-              "support");
+  WARP_CHECK(extent < std::numeric_limits<index_t>::max(),
+             "warp_perspective: ",
+             name,
+             " planes of shape ",
+             Sizes{{t.size(2), t.size(3)}},
+             " (strides ",
+             Sizes{{t.stride(2), t.stride(3)}},
+             ") span 2^31 elements or more, which the CPU kernel does not "
+             "support");
 }
 
 Geometry make_geometry(const Problem& p,
-                       const at::Tensor& src,
+                       const Tensor& src,
                        const double* inv,
                        int64_t y) {
   return Geometry{inv,
@@ -309,8 +302,8 @@ RowKernel<scalar_t> row_kernel(const Problem& p) {
 template <typename scalar_t>
 void forward_rows(const Problem& p,
                   const std::vector<std::array<double, 9>>& inverses,
-                  const at::Tensor& src,
-                  at::Tensor& out,
+                  const Tensor& src,
+                  Tensor& out,
                   RowKernel<scalar_t> kernel) {
   const int64_t batch = src.size(0);
   const int64_t channels = src.size(1);
@@ -345,8 +338,8 @@ void forward_rows(const Problem& p,
 template <typename scalar_t>
 void forward_tables(const Problem& p,
                     const std::vector<std::array<double, 9>>& inverses,
-                    const at::Tensor& src,
-                    at::Tensor& out) {
+                    const Tensor& src,
+                    Tensor& out) {
   using weight_t = scalar_t;
   const int64_t batch = src.size(0);
   const int64_t channels = src.size(1);
@@ -371,7 +364,7 @@ void forward_tables(const Problem& p,
         if (zeros) {
           find_outside(taps.mask.data(), p.dst_w, outside);
         }
-        for (const auto c : c10::irange(channels)) {
+        for (int64_t c = 0; c < channels; ++c) {
           const scalar_t* plane =
               src_base + b * src.stride(0) + c * src.stride(1);
           scalar_t* dst =
@@ -393,8 +386,8 @@ void forward_tables(const Problem& p,
 template <typename scalar_t>
 void forward_impl(const Problem& p,
                   const std::vector<std::array<double, 9>>& inverses,
-                  const at::Tensor& src,
-                  at::Tensor& out) {
+                  const Tensor& src,
+                  Tensor& out) {
   if constexpr (std::is_same_v<scalar_t, double>) {
     forward_tables<scalar_t>(p, inverses, src, out);
   } else {
@@ -408,8 +401,8 @@ void forward_impl(const Problem& p,
 template <typename scalar_t>
 void backward_impl(const Problem& p,
                    const std::vector<std::array<double, 9>>& inverses,
-                   const at::Tensor& grad_out,
-                   at::Tensor& grad_image) {
+                   const Tensor& grad_out,
+                   Tensor& grad_image) {
   using weight_t = scalar_t;
   const int64_t batch = grad_out.size(0);
   const int64_t channels = grad_out.size(1);
@@ -427,13 +420,13 @@ void backward_impl(const Problem& p,
       const int64_t c = plane % channels;
       const double* inv = inverses[shared_warp ? 0 : b].data();
       scalar_t* gi = gi_base + plane * plane_size;
-      for (const auto y : c10::irange(p.dst_h)) {
+      for (int64_t y = 0; y < p.dst_h; ++y) {
         // grad_image is contiguous: its strides are (src_w, 1).
         row_taps(p, make_geometry(p, grad_image, inv, y), taps);
         const scalar_t* g = grad_base + b * grad_out.stride(0) +
                             c * grad_out.stride(1) + y * grad_out.stride(2);
         const int64_t gs = grad_out.stride(3);
-        for (const auto i : c10::irange(p.dst_w)) {
+        for (int64_t i = 0; i < p.dst_w; ++i) {
           const weight_t v = g[i * gs];
           const uint8_t bits = taps.mask[i];
           if (nearest) {
@@ -475,76 +468,96 @@ const char* cpu_geometry() {
 
 void forward_builtin_cpu(const Problem& p,
                          const std::vector<std::array<double, 9>>& inverses,
-                         at::Tensor& out) {
+                         Tensor& out) {
   // Any strides work; the int32 offsets need each plane's span to fit.
-  at::Tensor src = p.input;
+  Tensor src = p.input;
   const int64_t extent =
       (src.size(2) - 1) * src.stride(2) + (src.size(3) - 1) * src.stride(3);
   if (extent >= std::numeric_limits<index_t>::max()) {
-    src = src.contiguous();
+    src = torch::stable::contiguous(src);
   }
   check_plane_extent(src, "image");
-  AT_DISPATCH_FLOATING_TYPES_AND(
-      at::kByte, src.scalar_type(), "warp_perspective_cpu", [&] {
-        forward_impl<scalar_t>(p, inverses, src, out);
-      });
+  switch (src.scalar_type()) {
+    case ScalarType::Float:
+      forward_impl<float>(p, inverses, src, out);
+      break;
+    case ScalarType::Double:
+      forward_impl<double>(p, inverses, src, out);
+      break;
+    case ScalarType::Byte:
+      forward_impl<uint8_t>(p, inverses, src, out);
+      break;
+    default:
+      fail("warp_perspective: the CPU kernel has no ",
+           src.scalar_type(),
+           " loop");
+  }
 }
 
 void backward_builtin_cpu(const Problem& p,
                           const std::vector<std::array<double, 9>>& inverses,
-                          at::Tensor& grad_image) {
+                          Tensor& grad_image) {
   check_plane_extent(grad_image, "grad_image");
-  AT_DISPATCH_FLOATING_TYPES(
-      p.input.scalar_type(), "warp_perspective_backward_cpu", [&] {
-        backward_impl<scalar_t>(p, inverses, p.input, grad_image);
-      });
+  switch (p.input.scalar_type()) {
+    case ScalarType::Float:
+      backward_impl<float>(p, inverses, p.input, grad_image);
+      break;
+    case ScalarType::Double:
+      backward_impl<double>(p, inverses, p.input, grad_image);
+      break;
+    default:
+      fail("warp_perspective_backward: the CPU kernel has no ",
+           p.input.scalar_type(),
+           " loop");
+  }
 }
 
 namespace {
 
-at::Tensor builtin_forward_cpu(const at::Tensor& image,
-                               const at::Tensor& warp,
-                               at::OptionalIntArrayRef dsize,
-                               c10::string_view interpolation,
-                               c10::string_view padding_mode) {
+Tensor builtin_forward_cpu(const Tensor& image,
+                           const Tensor& warp,
+                           std::optional<std::vector<int64_t>> dsize,
+                           std::string interpolation,
+                           std::string padding_mode) {
   Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
-  TORCH_CHECK(image.device().is_cpu(),
-              "warp_perspective: the CPU kernel got tensors on ",
-              image.device());
+  WARP_CHECK(image.is_cpu(),
+             "warp_perspective: the CPU kernel got tensors on ",
+             device_name(image));
   const auto inverses = inverse_warps(p.warp);
-  at::Tensor out = empty_output(
-      {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w}, image.options());
+  Tensor out =
+      empty_output(image, {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w});
   if (out.numel() > 0) {
     forward_builtin_cpu(p, inverses, out);
   }
-  return out.view(p.result_sizes);
+  return torch::stable::view(out, p.result_sizes);
 }
 
-at::Tensor backward_cpu(const at::Tensor& grad_output,
-                        const at::Tensor& warp,
-                        at::IntArrayRef image_size,
-                        c10::string_view interpolation,
-                        c10::string_view padding_mode) {
+Tensor backward_cpu(const Tensor& grad_output,
+                    const Tensor& warp,
+                    std::vector<int64_t> image_size,
+                    std::string interpolation,
+                    std::string padding_mode) {
   Problem p = check_backward(
       grad_output, warp, image_size, interpolation, padding_mode);
-  TORCH_CHECK(grad_output.device().is_cpu(),
-              "warp_perspective_backward: the CPU kernel got tensors on ",
-              grad_output.device());
+  WARP_CHECK(grad_output.is_cpu(),
+             "warp_perspective_backward: the CPU kernel got tensors on ",
+             device_name(grad_output));
   const auto inverses = inverse_warps(p.warp);
-  at::Tensor grad_image =
-      empty_output({p.input.size(0), p.input.size(1), p.src_h, p.src_w},
-                   grad_output.options())
-          .zero_();
+  Tensor grad_image = empty_output(
+      grad_output, {p.input.size(0), p.input.size(1), p.src_h, p.src_w});
+  torch::stable::zero_(grad_image);
   if (grad_image.numel() > 0 && grad_output.numel() > 0) {
     backward_builtin_cpu(p, inverses, grad_image);
   }
-  return grad_image.view(p.result_sizes);
+  return torch::stable::view(grad_image, p.result_sizes);
 }
 
 }  // namespace
 }  // namespace warp_perspective
 
-TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
-  m.impl("_warp_perspective_builtin", &warp_perspective::builtin_forward_cpu);
-  m.impl("warp_perspective_backward", &warp_perspective::backward_cpu);
+STABLE_TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
+  m.impl("_warp_perspective_builtin",
+         TORCH_BOX(&warp_perspective::builtin_forward_cpu));
+  m.impl("warp_perspective_backward",
+         TORCH_BOX(&warp_perspective::backward_cpu));
 }

@@ -1,13 +1,13 @@
 // How the CPU kernels use torch's intra-op threads and allocate their outputs.
 #pragma once
 
-#include <ATen/Parallel.h>
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -44,20 +44,22 @@ class ChunkQueue {
 
 // Runs worker(queue) on up to torch.get_num_threads() threads of torch's
 // intra-op pool; each worker sets up its scratch once and pops chunks until
-// none is left. at::parallel_for alone splits the range statically, one piece
+// none is left. parallel_for alone splits the range statically, one piece
 // per thread, so a thread that the OS descheduled (another process on the
 // machine, a slower core) holds up the whole call; here the others take over
-// its share.
+// its share. Called from inside a parallel region (torch runs a nested
+// parallel_for inline), the first worker drains the queue and the others find
+// it empty.
 template <typename Worker>
 void run_workers(int64_t n, int64_t chunk, const Worker& worker) {
   ChunkQueue queue(n, chunk);
-  const int64_t workers =
-      std::min<int64_t>(queue.chunks(), at::get_num_threads());
-  if (workers <= 1 || at::in_parallel_region()) {
+  const int64_t workers = std::min<int64_t>(
+      queue.chunks(), static_cast<int64_t>(torch::stable::get_num_threads()));
+  if (workers <= 1) {
     worker(queue);
     return;
   }
-  at::parallel_for(0, workers, 1, [&](int64_t begin, int64_t end) {
+  torch::stable::parallel_for(0, workers, 1, [&](int64_t begin, int64_t end) {
     for (int64_t w = begin; w < end; ++w) {
       worker(queue);
     }
@@ -69,8 +71,9 @@ void run_workers(int64_t n, int64_t chunk, const Worker& worker) {
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels say EINVAL
 #endif
 
-// at::empty, with the memory advised for transparent huge pages when it is
-// large, and those pages mapped before the kernels write them.
+// An empty contiguous tensor of like's dtype and device, with the memory
+// advised for transparent huge pages when it is large, and those pages mapped
+// before the kernels write them.
 //
 // A fresh 200 MB output (8 x 3 x 1080p float32) takes ~48,000 page faults on
 // first touch, which cost 90 ms on the VM this was measured on (more than
@@ -87,12 +90,12 @@ void run_workers(int64_t n, int64_t chunk, const Worker& worker) {
 // With one thread, faulting as the kernel writes is cheaper (the zeroed
 // lines are still in cache when they are written); so is it where the kernel
 // lacks MADV_POPULATE_WRITE.
-inline at::Tensor empty_output(at::IntArrayRef sizes,
-                               const at::TensorOptions& options) {
-  at::Tensor out = at::empty(sizes, options);
+inline torch::stable::Tensor empty_output(const torch::stable::Tensor& like,
+                                          const std::vector<int64_t>& sizes) {
+  torch::stable::Tensor out = torch::stable::new_empty(like, sizes);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   constexpr size_t kHugePage = size_t(2) << 20;
-  const size_t bytes = out.nbytes();
+  const size_t bytes = static_cast<size_t>(out.numel()) * out.element_size();
   if (bytes >= 4 * kHugePage) {
     // Advise the 2 MB-aligned interior; the untouched pages are ours alone.
     const auto start = reinterpret_cast<uintptr_t>(out.data_ptr());
@@ -100,11 +103,11 @@ inline at::Tensor empty_output(at::IntArrayRef sizes,
     const uintptr_t last = (start + bytes) & ~(kHugePage - 1);
     if (last > first) {
       madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-      if (at::get_num_threads() == 1 || at::in_parallel_region()) {
+      if (torch::stable::get_num_threads() == 1) {
         return out;
       }
       const auto pages = static_cast<int64_t>((last - first) / kHugePage);
-      at::parallel_for(0, pages, 8, [&](int64_t begin, int64_t end) {
+      torch::stable::parallel_for(0, pages, 8, [&](int64_t begin, int64_t end) {
         madvise(reinterpret_cast<void*>(first + begin * kHugePage),
                 (end - begin) * kHugePage,
                 MADV_POPULATE_WRITE);

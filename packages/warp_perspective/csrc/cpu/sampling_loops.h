@@ -2,7 +2,7 @@
 // they can be compiled and timed on their own.
 #pragma once
 
-#include <c10/macros/Macros.h>
+#include <torch/headeronly/macros/Macros.h>
 
 #include <algorithm>
 #include <cmath>

@@ -14,11 +14,6 @@
 // in progress (a process-wide "nested" flag), so the whole batch runs inside
 // one single-stripe cv::parallel_for_: every OpenCV call made from our tasks
 // is nested and serial, without changing cv::setNumThreads for anyone else.
-#include <ATen/Parallel.h>
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <torch/library.h>
-
 #include <algorithm>
 #include <functional>
 
@@ -61,28 +56,28 @@ class RunNested : public cv::ParallelLoopBody {
   const std::function<void()>& fn_;
 };
 
-int cv_type(at::ScalarType t) {
-  return t == at::kByte ? CV_8UC1 : CV_32FC1;
+int cv_type(ScalarType t) {
+  return t == ScalarType::Byte ? CV_8UC1 : CV_32FC1;
 }
 
 }  // namespace
 
 bool forward_opencv_cpu(const Problem& p,
                         const std::vector<std::array<double, 9>>& inverses,
-                        at::Tensor& out) {
+                        Tensor& out) {
   const auto dtype = p.input.scalar_type();
   // float64 always takes the built-in kernel: OpenCV rounds source
   // coordinates to 1/32 pixel for bilinear sampling, which would defeat
   // double precision and make the forward disagree with its gradient (the
   // adjoint of exact sampling) by more than gradcheck tolerates.
-  if ((dtype != at::kFloat && dtype != at::kByte) ||
+  if ((dtype != ScalarType::Float && dtype != ScalarType::Byte) ||
       p.src_h >= kOpenCVMaxSide || p.src_w >= kOpenCVMaxSide ||
       p.dst_h >= kOpenCVMaxSide || p.dst_w >= kOpenCVMaxSide) {
     return false;
   }
   // cv::Mat rows must be contiguous; any other layout is copied once.
-  const at::Tensor src =
-      p.input.stride(3) == 1 ? p.input : p.input.contiguous();
+  const Tensor src =
+      p.input.stride(3) == 1 ? p.input : torch::stable::contiguous(p.input);
   const int64_t batch = src.size(0);
   const int64_t channels = src.size(1);
   const int64_t planes = batch * channels;
@@ -132,14 +127,15 @@ bool forward_opencv_cpu(const Problem& p,
           cv::warpPerspective(
               in, dst, m, dst.size(), flags, border, cv::Scalar::all(0));
         } catch (const cv::Exception& e) {
-          TORCH_CHECK(false, "warp_perspective: OpenCV failed: ", e.what());
+          fail("warp_perspective: OpenCV failed: ", e.what());
         }
         // warpPerspective writes into dst's memory (our output), never
         // reallocates it: same size and type.
-        TORCH_INTERNAL_ASSERT(
-            dst.data ==
-            reinterpret_cast<uchar*>(
-                out_base + ((plane * p.dst_h + y0) * p.dst_w) * elem));
+        WARP_CHECK(dst.data == reinterpret_cast<uchar*>(
+                                   out_base +
+                                   ((plane * p.dst_h + y0) * p.dst_w) * elem),
+                   "warp_perspective: internal error: OpenCV reallocated "
+                   "its output");
       }
     });
   };
@@ -161,7 +157,7 @@ const char* opencv_version() {
 
 bool forward_opencv_cpu(const Problem&,
                         const std::vector<std::array<double, 9>>&,
-                        at::Tensor&) {
+                        Tensor&) {
   return false;
 }
 
@@ -190,26 +186,26 @@ const char* cpu_default_backend() {
 
 namespace {
 
-at::Tensor forward_cpu_with(const at::Tensor& image,
-                            const at::Tensor& warp,
-                            at::OptionalIntArrayRef dsize,
-                            c10::string_view interpolation,
-                            c10::string_view padding_mode,
-                            bool use_opencv) {
+Tensor forward_cpu_with(const Tensor& image,
+                        const Tensor& warp,
+                        const std::optional<std::vector<int64_t>>& dsize,
+                        const std::string& interpolation,
+                        const std::string& padding_mode,
+                        bool use_opencv) {
   Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
-  TORCH_CHECK(image.device().is_cpu(),
-              "warp_perspective: the CPU kernel got tensors on ",
-              image.device());
+  WARP_CHECK(image.is_cpu(),
+             "warp_perspective: the CPU kernel got tensors on ",
+             device_name(image));
   const auto inverses = inverse_warps(p.warp);
-  at::Tensor out = cpu::empty_output(
-      {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w}, image.options());
+  Tensor out = cpu::empty_output(
+      image, {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w});
   // forward_opencv_cpu declines float64 and sources too large for OpenCV:
   // those take the built-in kernel whichever backend was asked for.
   if (out.numel() > 0 &&
       !(use_opencv && forward_opencv_cpu(p, inverses, out))) {
     forward_builtin_cpu(p, inverses, out);
   }
-  return out.view(p.result_sizes);
+  return torch::stable::view(out, p.result_sizes);
 }
 
 #ifdef WARP_PERSPECTIVE_OPENCV_DEFAULT
@@ -218,24 +214,24 @@ constexpr bool kDefaultOpenCV = true;
 constexpr bool kDefaultOpenCV = false;
 #endif
 
-at::Tensor forward_cpu(const at::Tensor& image,
-                       const at::Tensor& warp,
-                       at::OptionalIntArrayRef dsize,
-                       c10::string_view interpolation,
-                       c10::string_view padding_mode) {
+Tensor forward_cpu(const Tensor& image,
+                   const Tensor& warp,
+                   std::optional<std::vector<int64_t>> dsize,
+                   std::string interpolation,
+                   std::string padding_mode) {
   return forward_cpu_with(
       image, warp, dsize, interpolation, padding_mode, kDefaultOpenCV);
 }
 
-at::Tensor opencv_forward_cpu(const at::Tensor& image,
-                              const at::Tensor& warp,
-                              at::OptionalIntArrayRef dsize,
-                              c10::string_view interpolation,
-                              c10::string_view padding_mode) {
-  TORCH_CHECK(kHaveOpenCV,
-              "warp_perspective: backend=\"opencv\" was asked for, but this "
-              "build has no OpenCV; install libopencv-dev (pkg-config "
-              "opencv4) and rebuild, or use the default backend");
+Tensor opencv_forward_cpu(const Tensor& image,
+                          const Tensor& warp,
+                          std::optional<std::vector<int64_t>> dsize,
+                          std::string interpolation,
+                          std::string padding_mode) {
+  WARP_CHECK(kHaveOpenCV,
+             "warp_perspective: backend=\"opencv\" was asked for, but this "
+             "build has no OpenCV; install libopencv-dev (pkg-config "
+             "opencv4) and rebuild, or use the default backend");
   return forward_cpu_with(
       image, warp, dsize, interpolation, padding_mode, true);
 }
@@ -243,7 +239,8 @@ at::Tensor opencv_forward_cpu(const at::Tensor& image,
 }  // namespace
 }  // namespace warp_perspective
 
-TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
-  m.impl("warp_perspective", &warp_perspective::forward_cpu);
-  m.impl("_warp_perspective_opencv", &warp_perspective::opencv_forward_cpu);
+STABLE_TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
+  m.impl("warp_perspective", TORCH_BOX(&warp_perspective::forward_cpu));
+  m.impl("_warp_perspective_opencv",
+         TORCH_BOX(&warp_perspective::opencv_forward_cpu));
 }

@@ -5,17 +5,14 @@
 // double as OpenCV and the CPU kernels do (so nearest sampling picks the same
 // pixel on every backend), and then samples every channel. Each block inverts
 // its image's matrix once, into shared memory. The image may have any strides.
-#include <ATen/Context.h>
-#include <ATen/Dispatch.h>
-#include <ATen/core/Tensor.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
-#include <ATen/cuda/Atomic.cuh>
+//
+// Built into the package's second library (_C_cuda), on LibTorch's stable
+// ABI like the first: the current stream comes from the C shim, the device
+// guard from torch/csrc/stable/accelerator.h. The package loads this library
+// only under a CUDA build of torch.
+#include <cuda_runtime.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/accelerator.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -37,7 +34,7 @@ struct Strides {
   int64_t b, c, h, w;
 };
 
-struct Sizes {
+struct KernelSizes {
   int64_t channels;
   int64_t src_h, src_w;
   int64_t dst_h, dst_w;
@@ -55,7 +52,7 @@ using opmath_t =
 // (possible only under CUDA graph capture, where the host check cannot run)
 // leaves ok false and the block writes zeros.
 __device__ __forceinline__ void load_inverse(const void* warp,
-                                             const Sizes& s,
+                                             const KernelSizes& s,
                                              int64_t b,
                                              double* inv,
                                              bool* ok) {
@@ -84,7 +81,7 @@ struct Taps {
   __device__ __forceinline__ Taps(const double* inv,
                                   int64_t x,
                                   int64_t y,
-                                  const Sizes& s) {
+                                  const KernelSizes& s) {
     double sx;
     double sy;
     source_coordinate(
@@ -118,7 +115,7 @@ struct Taps {
                                       int64_t ix,
                                       int64_t iy,
                                       acc_t weight,
-                                      const Sizes& s) {
+                                      const KernelSizes& s) {
     if (kBorder) {
       ix = ix < 0 ? 0 : (ix >= s.src_w ? s.src_w - 1 : ix);
       iy = iy < 0 ? 0 : (iy >= s.src_h ? s.src_h - 1 : iy);
@@ -148,7 +145,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
                    const void* __restrict__ warp,
                    scalar_t* __restrict__ out,
                    int64_t batch,
-                   Sizes s) {
+                   KernelSizes s) {
   using acc_t = opmath_t<scalar_t>;
   __shared__ double inv[9];
   __shared__ bool ok;
@@ -191,7 +188,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
                     scalar_t* __restrict__ grad_image,
                     int64_t batch,
                     Strides go,
-                    Sizes s) {
+                    KernelSizes s) {
   using acc_t = opmath_t<scalar_t>;
   __shared__ double inv[9];
   __shared__ bool ok;
@@ -208,7 +205,7 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 #pragma unroll
         for (int k = 0; k < (kNearest ? 1 : 4); ++k) {
           if (t.in[k]) {
-            gpuAtomicAdd(plane + t.off[k], static_cast<scalar_t>(t.w[k] * v));
+            atomicAdd(plane + t.off[k], static_cast<scalar_t>(t.w[k] * v));
           }
         }
         g += go.c;
@@ -221,41 +218,58 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 
 dim3 grid_for(const Problem& p, int64_t batch) {
   const int64_t gy = (p.dst_h + kBlockY - 1) / kBlockY;
-  TORCH_CHECK(gy <= kMaxGridY,
-              "warp_perspective: the CUDA kernel supports at most ",
-              kMaxGridY * kBlockY,
-              " destination rows, got ",
-              p.dst_h);
+  WARP_CHECK(gy <= kMaxGridY,
+             "warp_perspective: the CUDA kernel supports at most ",
+             kMaxGridY * kBlockY,
+             " destination rows, got ",
+             p.dst_h);
   return dim3(static_cast<unsigned>((p.dst_w + kBlockX - 1) / kBlockX),
               static_cast<unsigned>(gy),
               static_cast<unsigned>(std::min(batch, kMaxGridZ)));
+}
+
+// Raises naming the CUDA call and its error (a failed launch, a bad
+// configuration), as C10_CUDA_CHECK does in the full ABI.
+void check_cuda(cudaError_t error, const char* what) {
+  WARP_CHECK(error == cudaSuccess,
+             "warp_perspective: ",
+             what,
+             " failed: ",
+             cudaGetErrorString(error));
 }
 
 // The host-side check that every matrix is finite and invertible needs the
 // matrices on the host: a small copy and a synchronisation. Under CUDA graph
 // capture that is not allowed, so it is skipped and a singular matrix gives
 // zeros instead of an error.
-void check_warps_unless_capturing(const at::Tensor& warp) {
-  if (c10::cuda::currentStreamCaptureStatusMayInitCtx() ==
-      c10::cuda::CaptureStatus::None) {
+void check_warps_unless_capturing(const Tensor& warp, cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  if (status == cudaStreamCaptureStatusNone) {
     inverse_warps(warp);
   }
 }
 
-Sizes make_sizes(const Problem& p,
-                 const at::Tensor& t,
-                 const at::Tensor& warp) {
-  return Sizes{p.input.size(1),
-               p.src_h,
-               p.src_w,
-               p.dst_h,
-               p.dst_w,
-               t.stride(0),
-               t.stride(1),
-               t.stride(2),
-               t.stride(3),
-               warp.size(0) == 1 ? 0 : 9,
-               warp.scalar_type() == at::kDouble};
+// The current stream of tensor t's device (torch.cuda.current_stream()).
+cudaStream_t current_stream(const Tensor& t) {
+  void* stream = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(
+      aoti_torch_get_current_cuda_stream(t.get_device_index(), &stream));
+  return static_cast<cudaStream_t>(stream);
+}
+
+KernelSizes make_sizes(const Problem& p, const Tensor& t, const Tensor& warp) {
+  return KernelSizes{p.input.size(1),
+                     p.src_h,
+                     p.src_w,
+                     p.dst_h,
+                     p.dst_w,
+                     t.stride(0),
+                     t.stride(1),
+                     t.stride(2),
+                     t.stride(3),
+                     warp.size(0) == 1 ? 0 : 9,
+                     warp.scalar_type() == ScalarType::Double};
 }
 
 template <typename F>
@@ -273,90 +287,114 @@ void dispatch_modes(const Problem& p, F&& f) {
   }
 }
 
-at::Tensor forward_cuda(const at::Tensor& image,
-                        const at::Tensor& warp,
-                        at::OptionalIntArrayRef dsize,
-                        c10::string_view interpolation,
-                        c10::string_view padding_mode) {
-  Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
-  TORCH_CHECK(image.device().is_cuda(),
-              "warp_perspective: the CUDA kernel got tensors on ",
-              image.device());
-  const c10::cuda::CUDAGuard guard(image.device());
-  check_warps_unless_capturing(p.warp);
-  const int64_t batch = p.input.size(0);
-  at::Tensor out =
-      at::empty({batch, p.input.size(1), p.dst_h, p.dst_w}, image.options());
-  if (out.numel() == 0) {
-    return out.view(p.result_sizes);
+template <typename F>
+void dispatch_dtype(ScalarType dtype, bool with_byte, F&& f) {
+  switch (dtype) {
+    case ScalarType::Float:
+      f(float{});
+      return;
+    case ScalarType::Double:
+      f(double{});
+      return;
+    case ScalarType::Byte:
+      if (with_byte) {
+        f(uint8_t{});
+        return;
+      }
+      break;
+    default:
+      break;
   }
-  const at::Tensor w = p.warp.contiguous();
-  const Sizes s = make_sizes(p, p.input, w);
-  const dim3 grid = grid_for(p, batch);
-  const dim3 block(kBlockX, kBlockY);
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND(
-      at::kByte, image.scalar_type(), "warp_perspective_cuda", [&] {
-        dispatch_modes(p, [&](auto nearest, auto border) {
-          const auto kernel = forward_kernel<scalar_t,
-                                             decltype(nearest)::value,
-                                             decltype(border)::value>;
-          const scalar_t* in = p.input.const_data_ptr<scalar_t>();
-          scalar_t* result = out.mutable_data_ptr<scalar_t>();
-          kernel<<<grid, block, 0, stream>>>(
-              in, w.const_data_ptr(), result, batch, s);
-          C10_CUDA_KERNEL_LAUNCH_CHECK();
-        });
-      });
-  return out.view(p.result_sizes);
+  fail("warp_perspective: the CUDA kernel has no ", dtype, " loop");
 }
 
-at::Tensor backward_cuda(const at::Tensor& grad_output,
-                         const at::Tensor& warp,
-                         at::IntArrayRef image_size,
-                         c10::string_view interpolation,
-                         c10::string_view padding_mode) {
-  Problem p = check_backward(
-      grad_output, warp, image_size, interpolation, padding_mode);
-  TORCH_CHECK(grad_output.device().is_cuda(),
-              "warp_perspective_backward: the CUDA kernel got tensors on ",
-              grad_output.device());
-  const c10::cuda::CUDAGuard guard(grad_output.device());
-  at::globalContext().alertNotDeterministic("warp_perspective_backward_cuda");
-  check_warps_unless_capturing(p.warp);
+Tensor forward_cuda(const Tensor& image,
+                    const Tensor& warp,
+                    std::optional<std::vector<int64_t>> dsize,
+                    std::string interpolation,
+                    std::string padding_mode) {
+  Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
+  WARP_CHECK(image.is_cuda(),
+             "warp_perspective: the CUDA kernel got tensors on ",
+             device_name(image));
+  const torch::stable::accelerator::DeviceGuard guard(image.get_device_index());
+  const cudaStream_t stream = current_stream(image);
+  check_warps_unless_capturing(p.warp, stream);
   const int64_t batch = p.input.size(0);
-  at::Tensor grad_image = at::zeros({batch, p.input.size(1), p.src_h, p.src_w},
-                                    grad_output.options());
-  if (grad_image.numel() == 0 || grad_output.numel() == 0) {
-    return grad_image.view(p.result_sizes);
+  Tensor out = empty_planes(p.input, p.dst_h, p.dst_w);
+  if (out.numel() == 0) {
+    return torch::stable::view(out, p.result_sizes);
   }
-  const at::Tensor w = p.warp.contiguous();
-  const Sizes s = make_sizes(p, grad_image, w);
-  const at::Tensor& g = p.input;
+  const Tensor w = torch::stable::contiguous(p.warp);
+  const KernelSizes s = make_sizes(p, p.input, w);
   const dim3 grid = grid_for(p, batch);
   const dim3 block(kBlockX, kBlockY);
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(
-      grad_output.scalar_type(), "warp_perspective_backward_cuda", [&] {
-        dispatch_modes(p, [&](auto nearest, auto border) {
-          const auto kernel = backward_kernel<scalar_t,
-                                              decltype(nearest)::value,
-                                              decltype(border)::value>;
-          const scalar_t* grad = g.const_data_ptr<scalar_t>();
-          scalar_t* result = grad_image.mutable_data_ptr<scalar_t>();
-          const Strides go{g.stride(0), g.stride(1), g.stride(2), g.stride(3)};
-          kernel<<<grid, block, 0, stream>>>(
-              grad, w.const_data_ptr(), result, batch, go, s);
-          C10_CUDA_KERNEL_LAUNCH_CHECK();
-        });
-      });
-  return grad_image.view(p.result_sizes);
+  dispatch_dtype(image.scalar_type(), true, [&](auto zero) {
+    using scalar_t = decltype(zero);
+    dispatch_modes(p, [&](auto nearest, auto border) {
+      const auto kernel = forward_kernel<scalar_t,
+                                         decltype(nearest)::value,
+                                         decltype(border)::value>;
+      const scalar_t* in = p.input.const_data_ptr<scalar_t>();
+      scalar_t* result = out.mutable_data_ptr<scalar_t>();
+      kernel<<<grid, block, 0, stream>>>(
+          in, w.const_data_ptr(), result, batch, s);
+      check_cuda(cudaGetLastError(), "the forward kernel's launch");
+    });
+  });
+  return torch::stable::view(out, p.result_sizes);
+}
+
+// Not deterministic (atomic adds in any order): torch's
+// use_deterministic_algorithms alert for it is raised by ops.py, which the
+// stable ABI cannot reach.
+Tensor backward_cuda(const Tensor& grad_output,
+                     const Tensor& warp,
+                     std::vector<int64_t> image_size,
+                     std::string interpolation,
+                     std::string padding_mode) {
+  Problem p = check_backward(
+      grad_output, warp, image_size, interpolation, padding_mode);
+  WARP_CHECK(grad_output.is_cuda(),
+             "warp_perspective_backward: the CUDA kernel got tensors on ",
+             device_name(grad_output));
+  const torch::stable::accelerator::DeviceGuard guard(
+      grad_output.get_device_index());
+  const cudaStream_t stream = current_stream(grad_output);
+  check_warps_unless_capturing(p.warp, stream);
+  const int64_t batch = p.input.size(0);
+  Tensor grad_image = empty_planes(p.input, p.src_h, p.src_w);
+  torch::stable::zero_(grad_image);
+  if (grad_image.numel() == 0 || grad_output.numel() == 0) {
+    return torch::stable::view(grad_image, p.result_sizes);
+  }
+  const Tensor w = torch::stable::contiguous(p.warp);
+  const KernelSizes s = make_sizes(p, grad_image, w);
+  const Tensor& g = p.input;
+  const dim3 grid = grid_for(p, batch);
+  const dim3 block(kBlockX, kBlockY);
+  dispatch_dtype(grad_output.scalar_type(), false, [&](auto zero) {
+    using scalar_t = decltype(zero);
+    dispatch_modes(p, [&](auto nearest, auto border) {
+      const auto kernel = backward_kernel<scalar_t,
+                                          decltype(nearest)::value,
+                                          decltype(border)::value>;
+      const scalar_t* grad = g.const_data_ptr<scalar_t>();
+      scalar_t* result = grad_image.mutable_data_ptr<scalar_t>();
+      const Strides go{g.stride(0), g.stride(1), g.stride(2), g.stride(3)};
+      kernel<<<grid, block, 0, stream>>>(
+          grad, w.const_data_ptr(), result, batch, go, s);
+      check_cuda(cudaGetLastError(), "the backward kernel's launch");
+    });
+  });
+  return torch::stable::view(grad_image, p.result_sizes);
 }
 
 }  // namespace
 }  // namespace warp_perspective
 
-TORCH_LIBRARY_IMPL(warp_perspective, CUDA, m) {
-  m.impl("warp_perspective", &warp_perspective::forward_cuda);
-  m.impl("warp_perspective_backward", &warp_perspective::backward_cuda);
+STABLE_TORCH_LIBRARY_IMPL(warp_perspective, CUDA, m) {
+  m.impl("warp_perspective", TORCH_BOX(&warp_perspective::forward_cuda));
+  m.impl("warp_perspective_backward",
+         TORCH_BOX(&warp_perspective::backward_cuda));
 }

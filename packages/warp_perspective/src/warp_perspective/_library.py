@@ -1,4 +1,9 @@
-"""Where the op library is, and loading it into the dispatcher."""
+"""Where the op libraries are, and loading them into the dispatcher.
+
+The package ships two libraries on LibTorch's stable ABI: ``_C.so`` (the schemas and the
+CPU kernels) and, in a build with CUDA, ``_C_cuda.so`` (the CUDA kernels), which is loaded
+only under a CUDA build of torch so that the same wheel imports under a CPU-only torch.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +11,35 @@ from pathlib import Path
 
 import torch
 
-# shared_build's python_module = false: a plain shared library, no ABI suffix.
-_LIBRARY = Path(__file__).resolve().with_name("_C.so")
+from ._build_info import BUILD_INFO
+from ._build_info import cuda_library_path as _cuda_library_for
+
+# shared_build's python_module = false: plain shared libraries, no ABI suffix.
+_HERE = Path(__file__).resolve().parent
+_LIBRARY = _HERE / "_C.so"
 
 
 def library_path() -> str:
-    """The absolute path of the op library (``_C.so``), for ``torch.ops.load_library``
-    and for linking a C++ program against it."""
+    """The absolute path of the op library (``_C.so``: schemas and CPU kernels), for
+    ``torch.ops.load_library`` and for linking a C++ program against it."""
     if not _LIBRARY.is_file():
         raise FileNotFoundError(
             f"warp_perspective's op library is missing at {_LIBRARY}; reinstall with "
-            "pip install --no-build-isolation --force-reinstall warp_perspective"
+            "pip install --force-reinstall warp_perspective"
         )
     return str(_LIBRARY)
+
+
+def cuda_library_path() -> str | None:
+    """The absolute path of the CUDA kernels' library (``_C_cuda.so``) when this build has
+    one and the running torch is a CUDA build of the same CUDA major version; else None.
+    Load it after :func:`library_path`'s (it registers kernels for ops that one defines)."""
+    return _cuda_library_for(BUILD_INFO, str(_HERE), torch.version.cuda)
 
 
 def load_library() -> None:
     """Register the ops with torch's dispatcher (idempotent, like every dlopen)."""
     torch.ops.load_library(library_path())
+    cuda = cuda_library_path()
+    if cuda is not None:
+        torch.ops.load_library(cuda)

@@ -57,7 +57,9 @@ struct Sizes {
 // sampling maps the source image (src_h x src_w) to the destination
 // (dst_h x dst_w); the forward reads the source and writes the destination,
 // the backward reads the destination's gradient and writes the source's.
-struct Problem {
+// Hidden like torch::stable::Tensor, whose namespace torch marks hidden: a
+// struct holding one must not be exported from the library either.
+struct __attribute__((visibility("hidden"))) Problem {
   // (B, C, H, W) view (no copy) of what the kernel reads: the image (forward)
   // or grad_output (backward).
   Tensor input;

@@ -657,7 +657,9 @@ def _setup_kwargs(
                     name=f"{package}.{cuda_library}",
                     sources=cuda_sources,
                     include_dirs=include_dirs,
-                    define_macros=define_macros,
+                    # USE_CUDA: the C shim declares its CUDA entry points (the current
+                    # stream, stream guards) only under it.
+                    define_macros=[*define_macros, ("USE_CUDA", None)],
                     extra_compile_args=compile_args,
                     py_limited_api=True,
                 )

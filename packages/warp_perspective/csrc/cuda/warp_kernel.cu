@@ -287,8 +287,8 @@ void dispatch_modes(const Problem& p, F&& f) {
   }
 }
 
-template <typename F>
-void dispatch_dtype(ScalarType dtype, bool with_byte, F&& f) {
+template <bool kWithByte, typename F>
+void dispatch_dtype(ScalarType dtype, F&& f) {
   switch (dtype) {
     case ScalarType::Float:
       f(float{});
@@ -297,7 +297,7 @@ void dispatch_dtype(ScalarType dtype, bool with_byte, F&& f) {
       f(double{});
       return;
     case ScalarType::Byte:
-      if (with_byte) {
+      if constexpr (kWithByte) {
         f(uint8_t{});
         return;
       }
@@ -329,7 +329,7 @@ Tensor forward_cuda(const Tensor& image,
   const KernelSizes s = make_sizes(p, p.input, w);
   const dim3 grid = grid_for(p, batch);
   const dim3 block(kBlockX, kBlockY);
-  dispatch_dtype(image.scalar_type(), true, [&](auto zero) {
+  dispatch_dtype<true>(image.scalar_type(), [&](auto zero) {
     using scalar_t = decltype(zero);
     dispatch_modes(p, [&](auto nearest, auto border) {
       const auto kernel = forward_kernel<scalar_t,
@@ -373,7 +373,7 @@ Tensor backward_cuda(const Tensor& grad_output,
   const Tensor& g = p.input;
   const dim3 grid = grid_for(p, batch);
   const dim3 block(kBlockX, kBlockY);
-  dispatch_dtype(grad_output.scalar_type(), false, [&](auto zero) {
+  dispatch_dtype<false>(grad_output.scalar_type(), [&](auto zero) {
     using scalar_t = decltype(zero);
     dispatch_modes(p, [&](auto nearest, auto border) {
       const auto kernel = backward_kernel<scalar_t,

@@ -40,6 +40,12 @@ def main() -> None:
         "forward + backward, image requires grad": median_us(
             "op(x, m).sum().backward()", op=op, x=grad_image, m=m
         ),
+        "1 x 3 x 256 x 256, forward + backward": median_us(
+            "op(x, m).sum().backward()",
+            op=op,
+            x=torch.rand(1, 3, 256, 256, requires_grad=True),
+            m=m,
+        ),
         "peer: torch.nn.functional.grid_sample, no grad": median_us(
             "torch.nn.functional.grid_sample(x, g, align_corners=False)",
             x=image,

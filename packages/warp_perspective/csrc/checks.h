@@ -265,7 +265,7 @@ inline Problem check_forward(const Tensor& image,
     p.dst_w = d[1];
   }
   p.input = as_bchw(image);
-  p.warp = warp.dim() == 2 ? torch::stable::unsqueeze(warp, 0) : warp;
+  p.warp = warp;
   p.result_sizes = sizes_of(image).values;
   p.result_sizes[image.dim() - 2] = p.dst_h;
   p.result_sizes[image.dim() - 1] = p.dst_w;
@@ -309,7 +309,7 @@ inline Problem check_backward(const Tensor& grad_output,
   p.dst_h = grad_output.size(-2);
   p.dst_w = grad_output.size(-1);
   p.input = as_bchw(grad_output);
-  p.warp = warp.dim() == 2 ? torch::stable::unsqueeze(warp, 0) : warp;
+  p.warp = warp;
   p.result_sizes = image_size;
   return p;
 }
@@ -318,16 +318,33 @@ inline Problem check_backward(const Tensor& grad_output,
 // the matrix when one is singular or not finite. Copies warp to the host
 // first if it lives on a GPU (a synchronisation).
 inline std::vector<std::array<double, 9>> inverse_warps(const Tensor& warp) {
-  const Tensor host = torch::stable::contiguous(torch::stable::to(
-      warp,
-      ScalarType::Double,
-      std::nullopt,
-      torch::stable::Device(torch::headeronly::DeviceType::CPU)));
-  const double* m = host.const_data_ptr<double>();
-  const int64_t count = host.numel() / 9;
+  // On the CPU the matrices are read in place, any strides, float or double:
+  // every call into torch's dispatcher costs about a microsecond here.
+  const Tensor host =
+      warp.is_cpu()
+          ? warp
+          : torch::stable::to(
+                warp,
+                ScalarType::Double,
+                std::nullopt,
+                torch::stable::Device(torch::headeronly::DeviceType::CPU));
+  const int64_t dim = host.dim();
+  const int64_t count = dim == 3 ? host.size(0) : 1;
+  const int64_t stride_b = dim == 3 ? host.stride(0) : 0;
+  const int64_t stride_r = host.stride(dim - 2);
+  const int64_t stride_c = host.stride(dim - 1);
+  const bool is_double = host.scalar_type() == ScalarType::Double;
+  const void* data = host.const_data_ptr();
   std::vector<std::array<double, 9>> inverses(count);
   for (int64_t i = 0; i < count; ++i) {
-    const double* mi = m + 9 * i;
+    double mi[9];
+    for (int64_t r = 0; r < 3; ++r) {
+      for (int64_t c = 0; c < 3; ++c) {
+        const int64_t at = i * stride_b + r * stride_r + c * stride_c;
+        mi[3 * r + c] = is_double ? static_cast<const double*>(data)[at]
+                                  : static_cast<const float*>(data)[at];
+      }
+    }
     if (!invert3x3(mi, inverses[i].data())) {
       bool finite = true;
       for (int k = 0; k < 9; ++k) {

@@ -63,7 +63,7 @@ struct __attribute__((visibility("hidden"))) Problem {
   // (B, C, H, W) view (no copy) of what the kernel reads: the image (forward)
   // or grad_output (backward).
   Tensor input;
-  Tensor warp;  // (1, 3, 3) shared by the batch, or (B, 3, 3)
+  Tensor warp;  // (3, 3) shared by the batch, or (B, 3, 3)
   int64_t src_h = 0;
   int64_t src_w = 0;
   int64_t dst_h = 0;

@@ -233,22 +233,30 @@ void fix_outside_taps(const Problem& p,
   }
 }
 
-void check_plane_extent(const Tensor& t, const char* name) {
-  const int64_t extent =
-      (t.size(2) - 1) * t.stride(2) + (t.size(3) - 1) * t.stride(3);
+// The int32 offsets of the loops need each plane's span (h x w elements with
+// strides (stride_h, stride_w)) to fit.
+void check_plane_extent(int64_t h,
+                        int64_t w,
+                        int64_t stride_h,
+                        int64_t stride_w,
+                        const char* name) {
+  const int64_t extent = (h - 1) * stride_h + (w - 1) * stride_w;
   WARP_CHECK(extent < std::numeric_limits<index_t>::max(),
              "warp_perspective: ",
              name,
              " planes of shape ",
-             Sizes{{t.size(2), t.size(3)}},
+             Sizes{{h, w}},
              " (strides ",
-             Sizes{{t.stride(2), t.stride(3)}},
+             Sizes{{stride_h, stride_w}},
              ") span 2^31 elements or more, which the CPU kernel does not "
              "support");
 }
 
+// The geometry of destination row y over a source plane with strides
+// (stride_h, stride_w).
 Geometry make_geometry(const Problem& p,
-                       const Tensor& src,
+                       int64_t stride_h,
+                       int64_t stride_w,
                        const double* inv,
                        int64_t y) {
   return Geometry{inv,
@@ -256,8 +264,8 @@ Geometry make_geometry(const Problem& p,
                   p.dst_w,
                   p.src_w,
                   p.src_h,
-                  static_cast<index_t>(src.stride(3)),
-                  static_cast<index_t>(src.stride(2))};
+                  static_cast<index_t>(stride_w),
+                  static_cast<index_t>(stride_h)};
 }
 
 template <typename scalar_t>
@@ -321,7 +329,7 @@ void forward_rows(const Problem& p,
         const int64_t y = row % p.dst_h;
         const double* inv = inverses[shared_warp ? 0 : b].data();
         const RowJob<scalar_t> job{
-            make_geometry(p, src, inv, y),
+            make_geometry(p, src.stride(2), src.stride(3), inv, y),
             src_base + b * src.stride(0),
             out_base + (b * channels * p.dst_h + y) * p.dst_w,
             channels,
@@ -360,7 +368,8 @@ void forward_tables(const Problem& p,
         const int64_t b = row / p.dst_h;
         const int64_t y = row % p.dst_h;
         const double* inv = inverses[shared_warp ? 0 : b].data();
-        row_taps(p, make_geometry(p, src, inv, y), taps);
+        row_taps(
+            p, make_geometry(p, src.stride(2), src.stride(3), inv, y), taps);
         if (zeros) {
           find_outside(taps.mask.data(), p.dst_w, outside);
         }
@@ -422,7 +431,7 @@ void backward_impl(const Problem& p,
       scalar_t* gi = gi_base + plane * plane_size;
       for (int64_t y = 0; y < p.dst_h; ++y) {
         // grad_image is contiguous: its strides are (src_w, 1).
-        row_taps(p, make_geometry(p, grad_image, inv, y), taps);
+        row_taps(p, make_geometry(p, p.src_w, 1, inv, y), taps);
         const scalar_t* g = grad_base + b * grad_out.stride(0) +
                             c * grad_out.stride(1) + y * grad_out.stride(2);
         const int64_t gs = grad_out.stride(3);
@@ -476,7 +485,8 @@ void forward_builtin_cpu(const Problem& p,
   if (extent >= std::numeric_limits<index_t>::max()) {
     src = torch::stable::contiguous(src);
   }
-  check_plane_extent(src, "image");
+  check_plane_extent(
+      src.size(2), src.size(3), src.stride(2), src.stride(3), "image");
   switch (src.scalar_type()) {
     case ScalarType::Float:
       forward_impl<float>(p, inverses, src, out);
@@ -497,7 +507,7 @@ void forward_builtin_cpu(const Problem& p,
 void backward_builtin_cpu(const Problem& p,
                           const std::vector<std::array<double, 9>>& inverses,
                           Tensor& grad_image) {
-  check_plane_extent(grad_image, "grad_image");
+  check_plane_extent(p.src_h, p.src_w, p.src_w, 1, "grad_image");
   switch (p.input.scalar_type()) {
     case ScalarType::Float:
       backward_impl<float>(p, inverses, p.input, grad_image);
@@ -524,12 +534,13 @@ Tensor builtin_forward_cpu(const Tensor& image,
              "warp_perspective: the CPU kernel got tensors on ",
              device_name(image));
   const auto inverses = inverse_warps(p.warp);
-  Tensor out =
-      empty_output(image, {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w});
+  // In the caller's layout; contiguous, so its memory is the (B, C, dst_h,
+  // dst_w) the loops write.
+  Tensor out = empty_output(image, p.result_sizes);
   if (out.numel() > 0) {
     forward_builtin_cpu(p, inverses, out);
   }
-  return torch::stable::view(out, p.result_sizes);
+  return out;
 }
 
 Tensor backward_cpu(const Tensor& grad_output,
@@ -543,13 +554,13 @@ Tensor backward_cpu(const Tensor& grad_output,
              "warp_perspective_backward: the CPU kernel got tensors on ",
              device_name(grad_output));
   const auto inverses = inverse_warps(p.warp);
-  Tensor grad_image = empty_output(
-      grad_output, {p.input.size(0), p.input.size(1), p.src_h, p.src_w});
+  // In the caller's layout, contiguous: (B, C, src_h, src_w) in memory.
+  Tensor grad_image = empty_output(grad_output, p.result_sizes);
   torch::stable::zero_(grad_image);
   if (grad_image.numel() > 0 && grad_output.numel() > 0) {
     backward_builtin_cpu(p, inverses, grad_image);
   }
-  return torch::stable::view(grad_image, p.result_sizes);
+  return grad_image;
 }
 
 }  // namespace

@@ -197,15 +197,16 @@ Tensor forward_cpu_with(const Tensor& image,
              "warp_perspective: the CPU kernel got tensors on ",
              device_name(image));
   const auto inverses = inverse_warps(p.warp);
-  Tensor out = cpu::empty_output(
-      image, {p.input.size(0), p.input.size(1), p.dst_h, p.dst_w});
+  // In the caller's layout; contiguous, so its memory is the (B, C, dst_h,
+  // dst_w) the kernels write.
+  Tensor out = cpu::empty_output(image, p.result_sizes);
   // forward_opencv_cpu declines float64 and sources too large for OpenCV:
   // those take the built-in kernel whichever backend was asked for.
   if (out.numel() > 0 &&
       !(use_opencv && forward_opencv_cpu(p, inverses, out))) {
     forward_builtin_cpu(p, inverses, out);
   }
-  return torch::stable::view(out, p.result_sizes);
+  return out;
 }
 
 #ifdef WARP_PERSPECTIVE_OPENCV_DEFAULT

@@ -268,7 +268,7 @@ KernelSizes make_sizes(const Problem& p, const Tensor& t, const Tensor& warp) {
                      t.stride(1),
                      t.stride(2),
                      t.stride(3),
-                     warp.size(0) == 1 ? 0 : 9,
+                     warp.dim() == 2 || warp.size(0) == 1 ? 0 : 9,
                      warp.scalar_type() == ScalarType::Double};
 }
 

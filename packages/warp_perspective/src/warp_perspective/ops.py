@@ -10,7 +10,7 @@ nor symbolic sizes. So:
   instead of the real ones, check the same things over symbolic sizes and say the same
   words; tests/test_warp_perspective.py sends every bad input through both and compares the
   messages, so the two copies cannot drift apart.
-- Autograd is registered here with ``torch.library.register_autograd``. A process that only
+- Autograd is registered here, a Python kernel for the Autograd key of each op. A process that only
   loads the library (``torch.ops.load_library``, a C++ program) runs the op but does not
   differentiate it; ``import warp_perspective`` adds the gradients.
 """
@@ -296,54 +296,99 @@ def _alert_not_deterministic(grad: torch.Tensor) -> None:
         raise RuntimeError(message)
 
 
-def _save_modes(ctx, warp, interpolation, padding_mode) -> None:
-    ctx.save_for_backward(warp)
-    ctx.modes = (interpolation, padding_mode)
+_lib = torch.library.Library(_NS, "IMPL")
+# The kernels below autograd (CPU, CUDA, Meta ...).
+_BELOW_AUTOGRAD = torch._C._after_autograd_keyset
 
 
-def _forward_setup(ctx, inputs, output) -> None:
-    image, warp, _dsize, interpolation, padding_mode = inputs
-    _save_modes(ctx, warp, interpolation, padding_mode)
-    ctx.image_size = list(image.shape)
+def _needs_grad(x: torch.Tensor, warp: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and (x.requires_grad or warp.requires_grad)
 
 
-def _forward_backward(ctx, grad):
-    if ctx.needs_input_grad[1]:
-        raise RuntimeError(_NO_WARP_GRAD)
-    grad_image = None
-    if ctx.needs_input_grad[0]:
-        (warp,) = ctx.saved_tensors
-        _alert_not_deterministic(grad)
-        grad_image = torch.ops.warp_perspective.warp_perspective_backward(
-            grad, warp, ctx.image_size, *ctx.modes
+class _WarpFunction(torch.autograd.Function):
+    """The graph node of a forward op: its backward is warp_perspective_backward."""
+
+    @staticmethod
+    def forward(ctx, keyset, op, image, warp, dsize, interpolation, padding_mode):
+        ctx.save_for_backward(warp)
+        ctx.image_size = list(image.shape)
+        ctx.modes = (interpolation, padding_mode)
+        return op.redispatch(
+            keyset & _BELOW_AUTOGRAD, image, warp, dsize, interpolation, padding_mode
         )
-    return grad_image, None, None, None, None
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.needs_input_grad[3]:
+            raise RuntimeError(_NO_WARP_GRAD)
+        grad_image = None
+        if ctx.needs_input_grad[2]:
+            (warp,) = ctx.saved_tensors
+            _alert_not_deterministic(grad)
+            grad_image = torch.ops.warp_perspective.warp_perspective_backward(
+                grad, warp, ctx.image_size, *ctx.modes
+            )
+        return None, None, grad_image, None, None, None, None
 
 
-def _backward_setup(ctx, inputs, output) -> None:
-    grad_output, warp, _image_size, interpolation, padding_mode = inputs
-    _save_modes(ctx, warp, interpolation, padding_mode)
-    ctx.dsize = list(grad_output.shape[-2:])
+class _WarpBackwardFunction(torch.autograd.Function):
+    """The graph node of warp_perspective_backward (double backward): its backward is the
+    forward, the adjoint of the adjoint."""
 
-
-def _backward_backward(ctx, grad):
-    if ctx.needs_input_grad[1]:
-        raise RuntimeError(_NO_WARP_GRAD)
-    grad_grad_output = None
-    if ctx.needs_input_grad[0]:
-        (warp,) = ctx.saved_tensors
-        grad_grad_output = torch.ops.warp_perspective.warp_perspective(
-            grad, warp, ctx.dsize, *ctx.modes
+    @staticmethod
+    def forward(ctx, keyset, op, grad_output, warp, image_size, interpolation, padding_mode):
+        ctx.save_for_backward(warp)
+        ctx.dsize = list(grad_output.shape[-2:])
+        ctx.modes = (interpolation, padding_mode)
+        return op.redispatch(
+            keyset & _BELOW_AUTOGRAD, grad_output, warp, image_size, interpolation, padding_mode
         )
-    return grad_grad_output, None, None, None, None
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.needs_input_grad[3]:
+            raise RuntimeError(_NO_WARP_GRAD)
+        grad_grad_output = None
+        if ctx.needs_input_grad[2]:
+            (warp,) = ctx.saved_tensors
+            grad_grad_output = torch.ops.warp_perspective.warp_perspective(
+                grad, warp, ctx.dsize, *ctx.modes
+            )
+        return None, None, grad_grad_output, None, None, None, None
+
+
+# The arguments after (x, warp) with their defaults: a caller may leave trailing defaults
+# out (TorchScript does), and the dispatcher then passes fewer.
+_FORWARD_REST = (("dsize", None), ("interpolation", "bilinear"), ("padding_mode", "zeros"))
+_BACKWARD_REST = (("image_size", None), ("interpolation", None), ("padding_mode", None))
+
+
+def _autograd_kernel(name: str, function: type[torch.autograd.Function], rest):
+    # Every eager call with autograd on enters this Python kernel (the stable ABI has no
+    # C++ autograd), so the common case, nothing to record, is kept short: straight to
+    # the kernels below autograd. torch.library.register_autograd's generic kernel cost
+    # about 10 us more per call here.
+    op = getattr(torch.ops.warp_perspective, name).default
+
+    def kernel(keyset, x, warp, *args, **kwargs):
+        if len(args) < len(rest) or kwargs:
+            args = (*args, *(kwargs.get(k, d) for k, d in rest[len(args) :]))
+        if not _needs_grad(x, warp):
+            return op.redispatch(keyset & _BELOW_AUTOGRAD, x, warp, *args)
+        return function.apply(keyset, op, x, warp, *args)
+
+    return kernel
 
 
 for _name in _FORWARD_OPS:
     torch.library.register_fake(f"{_NS}::{_name}", _forward_fake)
-    torch.library.register_autograd(
-        f"{_NS}::{_name}", _forward_backward, setup_context=_forward_setup
+    _lib.impl(
+        _name, _autograd_kernel(_name, _WarpFunction, _FORWARD_REST), "Autograd", with_keyset=True
     )
 torch.library.register_fake(f"{_NS}::warp_perspective_backward", _backward_fake)
-torch.library.register_autograd(
-    f"{_NS}::warp_perspective_backward", _backward_backward, setup_context=_backward_setup
+_lib.impl(
+    "warp_perspective_backward",
+    _autograd_kernel("warp_perspective_backward", _WarpBackwardFunction, _BACKWARD_REST),
+    "Autograd",
+    with_keyset=True,
 )

@@ -9,6 +9,7 @@
     nox -s sanitize                   # ASan/UBSan builds, their own venv, every suite
     nox -s build | lint | examples | gpu
     nox -s abi                        # stable-ABI wheels: built once, tested under every torch
+    nox -s abi_overhead               # per-call cost, stable-ABI build against full-ABI build
 
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
 sessions and kept between runs. A package is rebuilt only when its files, shared_build or
@@ -169,10 +170,10 @@ def tree_hash(*roots: Path, extra: str = "") -> str:
 class TorchEnv:
     """A virtual environment with one torch version, the packages built into it."""
 
-    def __init__(self, session: nox.Session, version: str) -> None:
+    def __init__(self, session: nox.Session, version: str, name: str | None = None) -> None:
         self.session = session
         self.version = version
-        self.path = ENVS_DIR / f"torch-{version}"
+        self.path = ENVS_DIR / (name or f"torch-{version}")
         self.bin = self.path / "bin"
         self.python = str(self.bin / "python")
         self.skipped: dict[str, str] = {}
@@ -605,6 +606,91 @@ def abi(session: nox.Session) -> None:
                 )
             env.run(env.python, "-m", "pytest", str(package.root / "tests"), *session.posargs)
             session.log(f"{package.name}: {wheel.name} passed its tests under torch {version}")
+
+
+# The last commit at which each stable-ABI package was built on the full ABI: the same op
+# with C++ autograd and ATen calls, the build `nox -s abi_overhead` compares against.
+FULL_ABI_REFS = {"gc_cpp": "4a05573", "warp_perspective": "d503bfb"}
+
+
+@nox.session(venv_backend="none", default=False)
+def abi_overhead(session: nox.Session) -> None:
+    """Per-call cost of each stable-ABI op against a full-ABI build of the same op (its last
+    full-ABI commit, from git), side by side under the oldest torch, one thread; a table in
+    benchmarks/results/abi_overhead.md."""
+    import subprocess
+    import tempfile
+
+    version = SUPPORTED_TORCH[0]
+    stable = [p for p in discover_packages() if p.abi == "stable"]
+    requirements = ["numpy", "networkx"]
+    envs = {
+        abi: TorchEnv(session, version, name=f"abi-overhead-{abi}").ensure(requirements)
+        for abi in ("stable", "full")
+    }
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for package in stable:
+            script = package.root / "bench" / "call_overhead.py"
+            ref = FULL_ABI_REFS.get(package.name)
+            if ref is None or not script.is_file():
+                session.log(f"{package.name}: no full-ABI ref or no bench/call_overhead.py")
+                continue
+            old = Path(tmp) / package.name
+            old.mkdir()
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", ref, "shared_build",
+                 f"packages/{package.name}"],
+                capture_output=True, check=False,
+            )  # fmt: skip
+            if archive.returncode != 0:
+                session.error(
+                    f"git archive {ref} failed ({archive.stderr.decode().strip()}): this "
+                    "session needs the repository's history (git fetch --unshallow)"
+                )
+            subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+            sources = {"stable": (SHARED_BUILD, package.root),
+                       "full": (old / "shared_build", old / "packages" / package.name)}  # fmt: skip
+            results = {}
+            for abi, env in envs.items():
+                shared, root = sources[abi]
+                env.pip("install", "-q", "--no-deps", "--force-reinstall", str(shared))
+                # The old sources carry their commit's mtimes, older than the kept build
+                # folder's outputs: they get a build folder of their own, or setuptools and
+                # ninja would keep the newer build's files.
+                knobs = build_env() if abi == "stable" else {
+                    **build_env(), "SHARED_BUILD_DIR": str(Path(tmp) / "build-full")}  # fmt: skip
+                env.pip(
+                    "install", "-q", "--no-build-isolation", "--no-deps", "--force-reinstall",
+                    str(root), env=knobs,
+                )  # fmt: skip
+                out = env.run(env.python, str(script), silent=True,
+                              env={"OMP_NUM_THREADS": "1"})  # fmt: skip
+                results[abi] = json.loads(str(out).strip().splitlines()[-1])
+                if results[abi]["abi"] != abi:
+                    session.error(f"{package.name} at {abi}: the build says {results[abi]['abi']}")
+            for case, full_us in results["full"]["us"].items():
+                stable_us = results["stable"]["us"][case]
+                rows.append(
+                    f"| {package.name} | {case} | {full_us:.1f} | {stable_us:.1f} | "
+                    f"{stable_us / full_us:.2f}x |"
+                )
+    lines = [
+        "# Per-call cost: stable ABI against full ABI",
+        "",
+        f"`nox -s abi_overhead`: torch {version}, one thread, median microseconds per call "
+        "(best of three `blocked_autorange` runs) of each package's bench/call_overhead.py, "
+        "in an environment with the stable-ABI build and in one with the package's last "
+        f"full-ABI commit ({', '.join(f'{k} {v}' for k, v in FULL_ABI_REFS.items())}).",
+        "",
+        "| package | case | full ABI (us) | stable ABI (us) | stable / full |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+    ]
+    out_file = ROOT / "benchmarks" / "results" / "abi_overhead.md"
+    out_file.write_text("\n".join(lines))
+    session.log("\n".join(lines))
 
 
 @nox.session

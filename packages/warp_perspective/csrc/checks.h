@@ -116,7 +116,7 @@ inline Padding parse_padding(const std::string& s) {
 inline void check_warp(const Tensor& x,
                        const char* x_name,
                        const Tensor& warp) {
-  WARP_CHECK(warp.defined(), "warp_perspective: warp is an undefined tensor");
+  WARP_CHECK(warp.defined(), "warp_perspective: warp is undefined");
   WARP_CHECK(warp.layout() == torch::headeronly::Layout::Strided,
              "warp_perspective: warp must be a dense (strided) tensor, got ",
              layout_name(warp.layout()));

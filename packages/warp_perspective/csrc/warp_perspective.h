@@ -8,6 +8,7 @@
 // symbolic sizes.
 #pragma once
 
+#include <shared_build/stable_string.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
@@ -23,6 +24,8 @@
 
 namespace warp_perspective {
 
+// A str argument of a kernel (torch 2.13's std::string conversion leaks).
+using shared_build::StrArg;
 using torch::headeronly::ScalarType;
 using torch::stable::Tensor;
 

@@ -669,6 +669,36 @@ def test_libraries_import_no_unstable_symbols():
         assert unstable_symbols(library) == [], library
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_string_arguments_do_not_leak():
+    """torch 2.13's stable headers leaked a copy of every str argument (48 bytes a call,
+    `return *new std::string`); the kernels read theirs through shared_build's StrArg.
+    100,000 calls would leak 4.6 MiB that way."""
+    import gc
+
+    def rss() -> int:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    grad, m = torch.rand(1, 1, 3, 3), torch.eye(3)
+    bw = torch.ops.warp_perspective.warp_perspective_backward
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            for _ in range(5000):
+                bw(grad, m, [1, 1, 3, 3], "bilinear", "zeros")
+            gc.collect()
+            before = rss()
+            for _ in range(100_000):
+                bw(grad, m, [1, 1, 3, 3], "bilinear", "zeros")
+            gc.collect()
+            grown = rss() - before
+    finally:
+        torch.set_num_threads(threads)
+    assert grown < 2 << 20, f"RSS grew by {grown / 2**20:.1f} MiB over 100,000 calls"
+
+
 def test_the_cpu_library_has_no_cuda_kernel():
     """The CUDA kernels live in _C_cuda.so, loaded only under a CUDA torch: _C.so needs no
     CUDA runtime, so the same wheel imports under a CPU-only torch."""

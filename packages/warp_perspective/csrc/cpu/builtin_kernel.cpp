@@ -527,9 +527,10 @@ namespace {
 Tensor builtin_forward_cpu(const Tensor& image,
                            const Tensor& warp,
                            std::optional<std::vector<int64_t>> dsize,
-                           std::string interpolation,
-                           std::string padding_mode) {
-  Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
+                           StrArg interpolation,
+                           StrArg padding_mode) {
+  Problem p = check_forward(
+      image, warp, dsize, interpolation.value, padding_mode.value);
   WARP_CHECK(image.is_cpu(),
              "warp_perspective: the CPU kernel got tensors on ",
              device_name(image));
@@ -546,10 +547,10 @@ Tensor builtin_forward_cpu(const Tensor& image,
 Tensor backward_cpu(const Tensor& grad_output,
                     const Tensor& warp,
                     std::vector<int64_t> image_size,
-                    std::string interpolation,
-                    std::string padding_mode) {
+                    StrArg interpolation,
+                    StrArg padding_mode) {
   Problem p = check_backward(
-      grad_output, warp, image_size, interpolation, padding_mode);
+      grad_output, warp, image_size, interpolation.value, padding_mode.value);
   WARP_CHECK(grad_output.is_cpu(),
              "warp_perspective_backward: the CPU kernel got tensors on ",
              device_name(grad_output));

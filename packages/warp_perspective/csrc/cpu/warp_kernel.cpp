@@ -218,23 +218,27 @@ constexpr bool kDefaultOpenCV = false;
 Tensor forward_cpu(const Tensor& image,
                    const Tensor& warp,
                    std::optional<std::vector<int64_t>> dsize,
-                   std::string interpolation,
-                   std::string padding_mode) {
-  return forward_cpu_with(
-      image, warp, dsize, interpolation, padding_mode, kDefaultOpenCV);
+                   StrArg interpolation,
+                   StrArg padding_mode) {
+  return forward_cpu_with(image,
+                          warp,
+                          dsize,
+                          interpolation.value,
+                          padding_mode.value,
+                          kDefaultOpenCV);
 }
 
 Tensor opencv_forward_cpu(const Tensor& image,
                           const Tensor& warp,
                           std::optional<std::vector<int64_t>> dsize,
-                          std::string interpolation,
-                          std::string padding_mode) {
+                          StrArg interpolation,
+                          StrArg padding_mode) {
   WARP_CHECK(kHaveOpenCV,
              "warp_perspective: backend=\"opencv\" was asked for, but this "
              "build has no OpenCV; install libopencv-dev (pkg-config "
              "opencv4) and rebuild, or use the default backend");
   return forward_cpu_with(
-      image, warp, dsize, interpolation, padding_mode, true);
+      image, warp, dsize, interpolation.value, padding_mode.value, true);
 }
 
 }  // namespace

@@ -311,9 +311,10 @@ void dispatch_dtype(ScalarType dtype, F&& f) {
 Tensor forward_cuda(const Tensor& image,
                     const Tensor& warp,
                     std::optional<std::vector<int64_t>> dsize,
-                    std::string interpolation,
-                    std::string padding_mode) {
-  Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
+                    StrArg interpolation,
+                    StrArg padding_mode) {
+  Problem p = check_forward(
+      image, warp, dsize, interpolation.value, padding_mode.value);
   WARP_CHECK(image.is_cuda(),
              "warp_perspective: the CUDA kernel got tensors on ",
              device_name(image));
@@ -351,10 +352,10 @@ Tensor forward_cuda(const Tensor& image,
 Tensor backward_cuda(const Tensor& grad_output,
                      const Tensor& warp,
                      std::vector<int64_t> image_size,
-                     std::string interpolation,
-                     std::string padding_mode) {
+                     StrArg interpolation,
+                     StrArg padding_mode) {
   Problem p = check_backward(
-      grad_output, warp, image_size, interpolation, padding_mode);
+      grad_output, warp, image_size, interpolation.value, padding_mode.value);
   WARP_CHECK(grad_output.is_cuda(),
              "warp_perspective_backward: the CUDA kernel got tensors on ",
              device_name(grad_output));

@@ -363,7 +363,7 @@ _FORWARD_REST = (("dsize", None), ("interpolation", "bilinear"), ("padding_mode"
 _BACKWARD_REST = (("image_size", None), ("interpolation", None), ("padding_mode", None))
 
 
-def _autograd_kernel(name: str, function: type[torch.autograd.Function], rest):
+def _autograd_kernel(name: str, function: type[torch.autograd.Function], rest, x_name: str):
     # Every eager call with autograd on enters this Python kernel (the stable ABI has no
     # C++ autograd), so the common case, nothing to record, is kept short: straight to
     # the kernels below autograd. torch.library.register_autograd's generic kernel cost
@@ -371,6 +371,11 @@ def _autograd_kernel(name: str, function: type[torch.autograd.Function], rest):
     op = getattr(torch.ops.warp_perspective, name).default
 
     def kernel(keyset, x, warp, *args, **kwargs):
+        # None for a Tensor argument arrives here as None (the C++ kernels say it too).
+        if x is None:
+            _fail(f"warp_perspective: {x_name} is undefined")
+        if warp is None:
+            _fail("warp_perspective: warp is undefined")
         if len(args) < len(rest) or kwargs:
             args = (*args, *(kwargs.get(k, d) for k, d in rest[len(args) :]))
         if not _needs_grad(x, warp):
@@ -383,12 +388,17 @@ def _autograd_kernel(name: str, function: type[torch.autograd.Function], rest):
 for _name in _FORWARD_OPS:
     torch.library.register_fake(f"{_NS}::{_name}", _forward_fake)
     _lib.impl(
-        _name, _autograd_kernel(_name, _WarpFunction, _FORWARD_REST), "Autograd", with_keyset=True
+        _name,
+        _autograd_kernel(_name, _WarpFunction, _FORWARD_REST, "image"),
+        "Autograd",
+        with_keyset=True,
     )
 torch.library.register_fake(f"{_NS}::warp_perspective_backward", _backward_fake)
 _lib.impl(
     "warp_perspective_backward",
-    _autograd_kernel("warp_perspective_backward", _WarpBackwardFunction, _BACKWARD_REST),
+    _autograd_kernel(
+        "warp_perspective_backward", _WarpBackwardFunction, _BACKWARD_REST, "grad_output"
+    ),
     "Autograd",
     with_keyset=True,
 )

@@ -1,0 +1,44 @@
+// A `str` argument of a stable-ABI kernel, read without leaking.
+//
+// torch 2.13's stable headers convert a `str` argument of a TORCH_BOX kernel
+// with `return *new std::string(...)`: one heap copy leaks per call (48 bytes
+// for "bilinear"; a kernel called a million times leaks 48 MB). torch 2.14's
+// headers fix it, but a stable-ABI wheel targets 2.13 and is built with its
+// headers, which are compiled into the library. A kernel takes its `str`
+// arguments as shared_build::StrArg instead of std::string; the conversion
+// below frees torch's string handle and keeps nothing else.
+#pragma once
+
+#include <torch/csrc/stable/stableivalue_conversions.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace shared_build {
+
+struct StrArg {
+  std::string value;
+};
+
+}  // namespace shared_build
+
+namespace torch::stable::detail {
+
+template <>
+struct ToImpl<shared_build::StrArg> {
+  static shared_build::StrArg call(StableIValue val,
+                                   [[maybe_unused]] uint64_t version,
+                                   [[maybe_unused]] bool is_internal) {
+    StringHandle handle = torch::stable::detail::to<StringHandle>(val);
+    size_t length = 0;
+    const char* data = nullptr;
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_length(handle, &length));
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_c_str(handle, &data));
+    shared_build::StrArg arg{std::string(data, length)};
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_delete_string(handle));
+    return arg;
+  }
+};
+
+}  // namespace torch::stable::detail

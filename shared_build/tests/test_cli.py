@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from shared_build import cli, doctor, knobs, scaffold
+from shared_build import cli, doctor, knobs, scaffold, setup_helpers
 from shared_build.errors import BuildError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,9 +166,37 @@ def test_new_refuses_bad_names(name, message):
         scaffold.new_package(name, ROOT / "packages")
 
 
-def test_new_stable_abi_is_not_yet(tmp_path):
-    with pytest.raises(BuildError, match="--abi stable is not available yet"):
-        scaffold.new_package("demo", tmp_path, abi="stable")
+def test_new_stable_abi_writes_every_slot(tmp_path):
+    target = scaffold.new_package("demo_st", tmp_path, cuda=True, abi="stable")
+    files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+    assert files == [
+        "README.md",
+        "bench/bench_demo_st.py",
+        "csrc/cpu/mul_add_kernel.cpp",
+        "csrc/cuda/mul_add_kernel.cu",
+        "csrc/demo_st.cpp",
+        "csrc/demo_st.h",
+        "pyproject.toml",
+        "setup.py",
+        "src/demo_st/__init__.py",
+        "src/demo_st/ops.py",
+        "tests/test_demo_st.py",
+    ]
+    text = "".join(p.read_text() for p in target.rglob("*") if p.is_file())
+    assert not re.search(r"\{\{[a-z_]+\}\}", text)
+    pyproject = (target / "pyproject.toml").read_text()
+    assert 'abi = "stable"' in pyproject
+    assert f'"torch=={setup_helpers.STABLE_TARGET}.0"' in pyproject
+    assert f'"torch>={setup_helpers.STABLE_TARGET}"' in pyproject
+    assert setup_helpers.read_config(target).abi == "stable"
+    # Only the stable API: no ATen, c10 or torch/library.h include in the C++.
+    sources = "".join(p.read_text() for p in (target / "csrc").rglob("*.*"))
+    assert not re.search(r"#include <(ATen|c10)/|torch/library\.h", sources)
+
+
+def test_new_refuses_an_unknown_abi(tmp_path):
+    with pytest.raises(BuildError, match="--abi 'limited' is not known; use full or stable"):
+        scaffold.new_package("demo", tmp_path, abi="limited")
 
 
 def test_new_writes_every_slot(tmp_path):
@@ -202,6 +230,7 @@ def test_cli_new_refusal_is_one_sentence(capsys):
 
 @pytest.mark.slow
 @pytest.mark.once
+@pytest.mark.parametrize("abi", ["full", "stable"])
 @pytest.mark.parametrize(
     "cuda",
     [
@@ -213,12 +242,13 @@ def test_cli_new_refusal_is_one_sentence(capsys):
     ],
     ids=["cpu", "cuda"],
 )
-def test_scaffolded_package_builds_and_passes_its_tests(tmp_path, cuda):
+def test_scaffolded_package_builds_and_passes_its_tests(tmp_path, cuda, abi):
     """The generated package, unedited, in a copy of the repository layout: pip installs it
     (--no-build-isolation, into a folder of its own) and its own tests pass."""
     (tmp_path / "packages").mkdir()
     (tmp_path / "shared_build").symlink_to(ROOT / "shared_build")
-    args = [sys.executable, "-m", "shared_build", "new", "demo_op"] + (["--cuda"] if cuda else [])
+    args = [sys.executable, "-m", "shared_build", "new", "demo_op", "--abi", abi]
+    args += ["--cuda"] if cuda else []
     subprocess.run(
         args,
         cwd=tmp_path,

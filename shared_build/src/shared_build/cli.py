@@ -27,7 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     new = commands.add_parser("new", help="write packages/NAME: a working op in every slot")
     new.add_argument("name", help="package name: a lower-case Python identifier")
     new.add_argument("--cuda", action="store_true", help="with a CUDA kernel")
-    new.add_argument("--abi", choices=("full", "stable"), default="full")
+    new.add_argument(
+        "--abi",
+        choices=("full", "stable"),
+        default="full",
+        help="full: C++ autograd and checks, a wheel per torch release; stable: LibTorch's "
+        "stable ABI, one abi3 wheel for every torch from the target on, autograd and checks "
+        "in Python",
+    )
     new.add_argument(
         "--packages-dir",
         type=Path,

@@ -1,9 +1,12 @@
 """``python -m shared_build new NAME``: a working op package in every slot of the layout.
 
-The templates (templates/op) hold one small elementwise op, ``mul_add(x, y, z) = x * y + z``,
-with its schema, argument checks written once (C++, serving the real and the Meta kernel), a
-CPU kernel, optionally a CUDA kernel, a Python wrapper with autograd, tests against a
-plain-PyTorch reference and a benchmark against eager PyTorch.
+The templates hold one small elementwise op, ``mul_add(x, y, z) = x * y + z``, with its
+schema, argument checks written once, a CPU kernel, optionally a CUDA kernel, a Python
+wrapper with autograd, tests against a plain-PyTorch reference and a benchmark against eager
+PyTorch. templates/op is the full ABI (checks in C++, serving the real and the Meta kernel;
+the wheel is for the torch it was built against); templates/op_stable is LibTorch's stable
+ABI (``--abi stable``: checks, fake kernel and autograd in Python, one abi3 wheel for
+every torch from the target release on, a CUDA kernel in a second library).
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from pathlib import Path
 
 from .errors import BuildError
 
-TEMPLATES = Path(__file__).resolve().parent / "templates" / "op"
-ABIS = ("full", "stable")
+TEMPLATES = {
+    "full": Path(__file__).resolve().parent / "templates" / "op",
+    "stable": Path(__file__).resolve().parent / "templates" / "op_stable",
+}
+ABIS = tuple(TEMPLATES)
 
 
 def check_name(name: str, packages_dir: Path) -> None:
@@ -40,21 +46,21 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
     """Write packages_dir/name from the templates; return its folder."""
     if abi not in ABIS:
         raise BuildError(f"--abi {abi!r} is not known; use full or stable")
-    if abi == "stable":
-        raise BuildError(
-            "--abi stable is not available yet: shared_build cannot build stable-ABI packages "
-            "until the stable-ABI support lands; use --abi full"
-        )
     check_name(name, packages_dir)
+    from .setup_helpers import STABLE_TARGET
+
     values = {
         "name": name,
         "cuda": "optional" if cuda else "none",
         "cuda_flag": " --cuda" if cuda else "",
+        "stable_target": STABLE_TARGET,
+        "stable_build_torch": f"{STABLE_TARGET}.0",
     }
+    templates = TEMPLATES[abi]
     target = packages_dir / name
     written = []
-    for template in sorted(TEMPLATES.rglob("*.tmpl")):
-        relative = template.relative_to(TEMPLATES)
+    for template in sorted(templates.rglob("*.tmpl")):
+        relative = template.relative_to(templates)
         if not cuda and "cuda" in relative.parts[:-1]:
             continue
         out = target / Path(*(part.replace("NAME", name) for part in relative.parts))

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/macros.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -228,23 +229,13 @@ dim3 grid_for(const Problem& p, int64_t batch) {
               static_cast<unsigned>(std::min(batch, kMaxGridZ)));
 }
 
-// Raises naming the CUDA call and its error (a failed launch, a bad
-// configuration), as C10_CUDA_CHECK does in the full ABI.
-void check_cuda(cudaError_t error, const char* what) {
-  WARP_CHECK(error == cudaSuccess,
-             "warp_perspective: ",
-             what,
-             " failed: ",
-             cudaGetErrorString(error));
-}
-
 // The host-side check that every matrix is finite and invertible needs the
 // matrices on the host: a small copy and a synchronisation. Under CUDA graph
 // capture that is not allowed, so it is skipped and a singular matrix gives
 // zeros instead of an error.
 void check_warps_unless_capturing(const Tensor& warp, cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  STD_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
   if (status == cudaStreamCaptureStatusNone) {
     inverse_warps(warp);
   }
@@ -340,7 +331,8 @@ Tensor forward_cuda(const Tensor& image,
       scalar_t* result = out.mutable_data_ptr<scalar_t>();
       kernel<<<grid, block, 0, stream>>>(
           in, w.const_data_ptr(), result, batch, s);
-      check_cuda(cudaGetLastError(), "the forward kernel's launch");
+      // The stable ABI's C10_CUDA_KERNEL_LAUNCH_CHECK: torch's message.
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
   return torch::stable::view(out, p.result_sizes);
@@ -385,7 +377,8 @@ Tensor backward_cuda(const Tensor& grad_output,
       const Strides go{g.stride(0), g.stride(1), g.stride(2), g.stride(3)};
       kernel<<<grid, block, 0, stream>>>(
           grad, w.const_data_ptr(), result, batch, go, s);
-      check_cuda(cudaGetLastError(), "the backward kernel's launch");
+      // The stable ABI's C10_CUDA_KERNEL_LAUNCH_CHECK: torch's message.
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
   return torch::stable::view(grad_image, p.result_sizes);

@@ -8,6 +8,11 @@ d_gates.T @ X (d_weights) and d_gates @ W[:, :state] (d_old_h) for forward+backw
 LLTM can beat them; the distance to them is what the rest (pointwise work, allocation,
 dispatch, autograd) costs. "GEMM floor + autograd.grad" adds the cost of torch.autograd.grad
 through a trivial graph: no step through autograd gets below that.
+
+"lltm forward+backward (ops)" is the same step without autograd: the package's forward and
+backward ops called directly (as the tutorial's own autograd.Function, or a hand-written
+backpropagation through time, calls them), against the GEMM floor: what our kernels, their
+allocations and dispatch cost beyond the GEMMs.
 """
 
 from __future__ import annotations
@@ -145,7 +150,23 @@ def run(ctx: Context, package: ModuleType, device: str) -> None:
             torch.autograd.grad([h_leaf * 2.0, c_leaf * 2.0], [h_leaf, c_leaf], [grad_h, grad_c])
 
         step_impls["GEMM floor + autograd.grad"] = gemms_and_autograd
-        for op, impls in (("lltm forward", forward_impls), ("lltm forward+backward", step_impls)):
+
+        # The step through the ops themselves, no autograd: forward, then backward from its
+        # saved tensors (its d_old_h GEMM takes every column of the weights, the floor's only
+        # the state's: a little more work than the floor's).
+        h_data = h.detach()
+        c_data = c.detach()
+
+        def ops_step():
+            saved = package.forward(x, weights, bias, h_data, c_data)[1:]
+            package.backward(grad_h, grad_c, *saved, weights)
+
+        ops_impls = {name: ops_step, "GEMM floor": gemms}
+        for op, impls in (
+            ("lltm forward", forward_impls),
+            ("lltm forward+backward", step_impls),
+            ("lltm forward+backward (ops)", ops_impls),
+        ):
             ctx.compare(
                 op=op,
                 case=case_name(shape),

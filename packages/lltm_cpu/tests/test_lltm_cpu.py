@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from lltm_common.reference import make_inputs
@@ -43,3 +49,61 @@ def test_cuda_tensors_point_to_lltm_cuda():
     args = make_inputs(3, 4, 5, device="cuda")
     with pytest.raises(RuntimeError, match="lltm_cpu has CPU kernels only. Use lltm_cuda"):
         lltm_cpu.forward(*args)
+
+
+def _disassembly_of_clones(names: tuple[str, ...]) -> dict[str, str]:
+    """The disassembly of each target_clones copy of the named float32 pointwise passes in
+    _C.so, keyed '<name> <clone>' (clone: default, arch_x86_64_v3, arch_x86_64_v4)."""
+    library = Path(lltm_cpu._C.__file__)
+    try:
+        dump = subprocess.run(
+            ["objdump", "-d", "-C", "--no-show-raw-insn", str(library)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"objdump unavailable: {error}")
+    bodies: dict[str, str] = {}
+    header = re.compile(r"^[0-9a-f]+ <(.*)>:$")
+    current = None
+    for line in dump.splitlines():
+        match = header.match(line)
+        if match:
+            current = None
+            symbol = match.group(1)
+            for name in names:
+                clone = re.search(r"\[clone \.(default|arch_x86_64_v[34])\]$", symbol)
+                if f"::{name}(lltm_cpu::" in symbol and "Data<float>" in symbol and clone:
+                    current = f"{name} {clone.group(1)}"
+                    bodies[current] = ""
+        elif current is not None:
+            bodies[current] += line + "\n"
+    return bodies
+
+
+@pytest.mark.skipif(
+    platform.machine() != "x86_64" or sys.platform != "linux",
+    reason="the pointwise passes have per-CPU clones on x86-64 Linux (GCC target_clones) only",
+)
+@pytest.mark.skipif(lltm_cpu.BUILD_INFO["debug"], reason="a DEBUG=1 build is not optimized")
+def test_pointwise_passes_are_vectorized_in_every_clone():
+    """The fused pointwise passes run packed SIMD at every CPU level, not one element at a
+    time. GCC left the AVX2 and baseline clones scalar (its 'control flow in loop') until the
+    build passed -fno-trapping-math (packages/lltm_cpu/setup.py): AVX2 machines ran the
+    passes several times slower than they need, and no value test could see it."""
+    names = ("forward_rows", "backward_rows")
+    bodies = _disassembly_of_clones(names)
+    if not bodies:
+        pytest.skip("no target_clones copies in _C.so (not a GCC build)")
+    packed = {
+        "default": re.compile(r"\b(v?mulps|v?addps|vfmadd\w*ps)\b.*%xmm"),
+        "arch_x86_64_v3": re.compile(r"\b(vmulps|vaddps|vfmadd\w*ps)\b.*%ymm"),
+        "arch_x86_64_v4": re.compile(r"\b(vmulps|vaddps|vfmadd\w*ps)\b.*%[yz]mm"),
+    }
+    for name in names:
+        for clone, pattern in packed.items():
+            body = bodies.get(f"{name} {clone}")
+            assert body is not None, f"no {clone} clone of {name} in _C.so"
+            count = len(pattern.findall(body))
+            assert count >= 16, f"{name} [{clone}]: {count} packed float instructions"

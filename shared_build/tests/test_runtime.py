@@ -189,3 +189,18 @@ def test_sanitized_build_needs_the_asan_runtime_first():
     assert runtime.sanitizer_problem(info, asan_loaded=True) is None
     assert runtime.sanitizer_problem({"package": "demo", "sanitize": []}, False) is None
     assert runtime.sanitizer_problem({"package": "demo", "sanitize": ["undefined"]}, False) is None
+
+
+def test_c10_names_of_dtypes_and_layouts():
+    torch = pytest.importorskip("torch")
+    assert runtime.c10_name(torch.float64) == "Double"
+    assert runtime.c10_name(torch.uint8) == "Byte"
+    assert runtime.c10_name(torch.sparse_csr) == "SparseCsr"
+    assert runtime.c10_name(torch.sparse_coo) == "Sparse"
+    # Not in the table: the Python name without "torch.", or what the caller asks for.
+    assert runtime.c10_name(torch.uint16) == "uint16"
+    assert runtime.c10_name(torch.jagged, "unknown") == "unknown"
+    assert runtime.c10_name(torch.strided, "unknown") == "Strided"
+    # Every key is a real torch name, spelled as str() prints it.
+    for key in runtime.C10_NAMES:
+        assert str(getattr(torch, key.removeprefix("torch."))) == key

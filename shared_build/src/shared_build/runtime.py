@@ -16,6 +16,41 @@ from typing import Any
 BUILD_INFO: dict[str, Any] = {}
 
 
+# c10's names of dtypes and layouts, as its messages print them ("Float", "SparseCsr"): a
+# package's Python checks (the fake kernels of a stable-ABI op cannot call into c10) word
+# their messages as its C++ checks do. Keyed by str(value), so that this file needs no torch.
+C10_NAMES = {
+    "torch.float32": "Float",
+    "torch.float64": "Double",
+    "torch.float16": "Half",
+    "torch.bfloat16": "BFloat16",
+    "torch.uint8": "Byte",
+    "torch.int8": "Char",
+    "torch.int16": "Short",
+    "torch.int32": "Int",
+    "torch.int64": "Long",
+    "torch.bool": "Bool",
+    "torch.complex64": "ComplexFloat",
+    "torch.complex128": "ComplexDouble",
+    "torch.strided": "Strided",
+    "torch.sparse_coo": "Sparse",
+    "torch.sparse_csr": "SparseCsr",
+    "torch.sparse_csc": "SparseCsc",
+    "torch.sparse_bsr": "SparseBsr",
+    "torch.sparse_bsc": "SparseBsc",
+    "torch._mkldnn": "Mkldnn",
+}
+
+
+def c10_name(value: object, unknown: str | None = None) -> str:
+    """c10's name of a torch dtype or layout; for one C10_NAMES lacks, ``unknown`` if given,
+    else its Python name without "torch."."""
+    key = str(value)
+    if key in C10_NAMES:
+        return C10_NAMES[key]
+    return unknown if unknown is not None else key.removeprefix("torch.")
+
+
 def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | None) -> str | None:
     """Return why a package built as ``info`` cannot load under this torch, or None."""
     from packaging.version import InvalidVersion, Version

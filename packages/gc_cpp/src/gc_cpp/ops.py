@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 import torch
 
+from ._build_info import c10_name
+
 __all__ = ["backward", "forward", "graph_conv", "normalize_adjacency"]
 
 _graph_conv = torch.ops.gc_cpp.graph_conv.default
@@ -116,37 +118,8 @@ def _inv_sqrt_degree(degree: torch.Tensor) -> torch.Tensor:
 # Messages name dtypes and layouts as c10 prints them (Double, SparseCsr), as the C++
 # checks did before they moved here.
 
-_DTYPE_NAMES = {
-    torch.float16: "Half",
-    torch.bfloat16: "BFloat16",
-    torch.float32: "Float",
-    torch.float64: "Double",
-    torch.int64: "Long",
-    torch.int32: "Int",
-    torch.int16: "Short",
-    torch.int8: "Char",
-    torch.uint8: "Byte",
-    torch.bool: "Bool",
-    torch.complex64: "ComplexFloat",
-    torch.complex128: "ComplexDouble",
-}
-_LAYOUT_NAMES = {
-    torch.strided: "Strided",
-    torch.sparse_coo: "Sparse",
-    torch.sparse_csr: "SparseCsr",
-    torch.sparse_csc: "SparseCsc",
-    torch.sparse_bsr: "SparseBsr",
-    torch.sparse_bsc: "SparseBsc",
-}
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-
-
-def _dtype(dtype: torch.dtype) -> str:
-    return _DTYPE_NAMES.get(dtype, str(dtype))
-
-
-def _layout(layout: torch.layout) -> str:
-    return _LAYOUT_NAMES.get(layout, str(layout))
+_dtype = _layout = c10_name
 
 
 def _shape(t: torch.Tensor) -> str:

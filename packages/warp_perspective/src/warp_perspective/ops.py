@@ -23,6 +23,7 @@ from typing import List, Optional  # noqa: UP035  (TorchScript reads these annot
 
 import torch
 
+from ._build_info import c10_name
 from ._library import cuda_library_path
 
 __all__ = ["backend", "build_config", "warp_perspective"]
@@ -103,33 +104,7 @@ def backend() -> str:
 # ---- the checks of the fake kernels -------------------------------------------------------
 # csrc/checks.h's, over symbolic sizes, in its words.
 
-_DTYPE_NAMES = {
-    torch.float32: "Float",
-    torch.float64: "Double",
-    torch.float16: "Half",
-    torch.bfloat16: "BFloat16",
-    torch.uint8: "Byte",
-    torch.int8: "Char",
-    torch.int16: "Short",
-    torch.int32: "Int",
-    torch.int64: "Long",
-    torch.bool: "Bool",
-    torch.complex64: "ComplexFloat",
-    torch.complex128: "ComplexDouble",
-}
-_LAYOUT_NAMES = {
-    torch.strided: "Strided",
-    torch.sparse_coo: "Sparse",
-    torch.sparse_csr: "SparseCsr",
-    torch.sparse_csc: "SparseCsc",
-    torch.sparse_bsr: "SparseBsr",
-    torch.sparse_bsc: "SparseBsc",
-    torch._mkldnn: "Mkldnn",  # type: ignore[attr-defined]
-}
-
-
-def _dtype(dtype: torch.dtype) -> str:
-    return _DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+_dtype = c10_name
 
 
 def _sizes(sizes: Sequence[object]) -> str:
@@ -155,7 +130,7 @@ def _fits_in_a_tensor(sizes: Sequence[object], element_size: int) -> bool:
 def _check_image(x: torch.Tensor, name: str) -> None:
     if x.layout != torch.strided:
         _fail(f"warp_perspective: {name} must be a dense (strided) tensor, got ",
-              _LAYOUT_NAMES.get(x.layout, "unknown"))  # fmt: skip
+              c10_name(x.layout, "unknown"))  # fmt: skip
     if not 2 <= x.dim() <= 4:
         _fail(f"warp_perspective: {name} must be (H, W), (C, H, W) or (B, C, H, W), got a ",
               x.dim(), "-D tensor of shape ", _sizes(x.shape))  # fmt: skip
@@ -164,7 +139,7 @@ def _check_image(x: torch.Tensor, name: str) -> None:
 def _check_warp(x: torch.Tensor, x_name: str, warp: torch.Tensor) -> None:
     if warp.layout != torch.strided:
         _fail("warp_perspective: warp must be a dense (strided) tensor, got ",
-              _LAYOUT_NAMES.get(warp.layout, "unknown"))  # fmt: skip
+              c10_name(warp.layout, "unknown"))  # fmt: skip
     if warp.dim() not in (2, 3) or warp.shape[-1] != 3 or warp.shape[-2] != 3:
         _fail("warp_perspective: warp must be a 3x3 matrix or a batch of them (B, 3, 3), "
               "got shape ", _sizes(warp.shape))  # fmt: skip

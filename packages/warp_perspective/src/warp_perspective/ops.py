@@ -281,55 +281,34 @@ def _needs_grad(x: torch.Tensor, warp: torch.Tensor) -> bool:
 
 
 class _WarpFunction(torch.autograd.Function):
-    """The graph node of a forward op: its backward is warp_perspective_backward."""
+    """The graph node of either op. The two are each other's adjoint (both linear in their
+    first argument): the backward of a forward op is warp_perspective_backward, and the
+    backward of that (double backward) is warp_perspective."""
 
     @staticmethod
-    def forward(ctx, keyset, op, image, warp, dsize, interpolation, padding_mode):
+    def forward(ctx, keyset, op, is_forward, x, warp, size, interpolation, padding_mode):
         ctx.save_for_backward(warp)
-        ctx.image_size = list(image.shape)
+        ctx.is_forward = is_forward
+        # The adjoint's size argument: warp_perspective_backward takes the image's whole
+        # shape, warp_perspective the plane of its output (dsize).
+        ctx.adjoint_size = list(x.shape) if is_forward else list(x.shape[-2:])
         ctx.modes = (interpolation, padding_mode)
-        return op.redispatch(
-            keyset & _BELOW_AUTOGRAD, image, warp, dsize, interpolation, padding_mode
-        )
+        return op.redispatch(keyset & _BELOW_AUTOGRAD, x, warp, size, interpolation, padding_mode)
 
     @staticmethod
     def backward(ctx, grad):
-        if ctx.needs_input_grad[3]:
+        if ctx.needs_input_grad[4]:
             raise RuntimeError(_NO_WARP_GRAD)
-        grad_image = None
-        if ctx.needs_input_grad[2]:
-            (warp,) = ctx.saved_tensors
-            _alert_not_deterministic(grad)
-            grad_image = torch.ops.warp_perspective.warp_perspective_backward(
-                grad, warp, ctx.image_size, *ctx.modes
-            )
-        return None, None, grad_image, None, None, None, None
-
-
-class _WarpBackwardFunction(torch.autograd.Function):
-    """The graph node of warp_perspective_backward (double backward): its backward is the
-    forward, the adjoint of the adjoint."""
-
-    @staticmethod
-    def forward(ctx, keyset, op, grad_output, warp, image_size, interpolation, padding_mode):
-        ctx.save_for_backward(warp)
-        ctx.dsize = list(grad_output.shape[-2:])
-        ctx.modes = (interpolation, padding_mode)
-        return op.redispatch(
-            keyset & _BELOW_AUTOGRAD, grad_output, warp, image_size, interpolation, padding_mode
-        )
-
-    @staticmethod
-    def backward(ctx, grad):
+        grad_x = None
         if ctx.needs_input_grad[3]:
-            raise RuntimeError(_NO_WARP_GRAD)
-        grad_grad_output = None
-        if ctx.needs_input_grad[2]:
             (warp,) = ctx.saved_tensors
-            grad_grad_output = torch.ops.warp_perspective.warp_perspective(
-                grad, warp, ctx.dsize, *ctx.modes
-            )
-        return None, None, grad_grad_output, None, None, None, None
+            if ctx.is_forward:
+                _alert_not_deterministic(grad)
+                adjoint = torch.ops.warp_perspective.warp_perspective_backward
+            else:
+                adjoint = torch.ops.warp_perspective.warp_perspective
+            grad_x = adjoint(grad, warp, ctx.adjoint_size, *ctx.modes)
+        return None, None, None, grad_x, None, None, None, None
 
 
 # The arguments after (x, warp) with their defaults: a caller may leave trailing defaults
@@ -338,7 +317,7 @@ _FORWARD_REST = (("dsize", None), ("interpolation", "bilinear"), ("padding_mode"
 _BACKWARD_REST = (("image_size", None), ("interpolation", None), ("padding_mode", None))
 
 
-def _autograd_kernel(name: str, function: type[torch.autograd.Function], rest, x_name: str):
+def _autograd_kernel(name: str, is_forward: bool, rest, x_name: str):
     # Every eager call with autograd on enters this Python kernel (the stable ABI has no
     # C++ autograd), so the common case, nothing to record, is kept short: straight to
     # the kernels below autograd. torch.library.register_autograd's generic kernel cost
@@ -355,7 +334,7 @@ def _autograd_kernel(name: str, function: type[torch.autograd.Function], rest, x
             args = (*args, *(kwargs.get(k, d) for k, d in rest[len(args) :]))
         if not _needs_grad(x, warp):
             return op.redispatch(keyset & _BELOW_AUTOGRAD, x, warp, *args)
-        return function.apply(keyset, op, x, warp, *args)
+        return _WarpFunction.apply(keyset, op, is_forward, x, warp, *args)
 
     return kernel
 
@@ -364,16 +343,14 @@ for _name in _FORWARD_OPS:
     torch.library.register_fake(f"{_NS}::{_name}", _forward_fake)
     _lib.impl(
         _name,
-        _autograd_kernel(_name, _WarpFunction, _FORWARD_REST, "image"),
+        _autograd_kernel(_name, True, _FORWARD_REST, "image"),
         "Autograd",
         with_keyset=True,
     )
 torch.library.register_fake(f"{_NS}::warp_perspective_backward", _backward_fake)
 _lib.impl(
     "warp_perspective_backward",
-    _autograd_kernel(
-        "warp_perspective_backward", _WarpBackwardFunction, _BACKWARD_REST, "grad_output"
-    ),
+    _autograd_kernel("warp_perspective_backward", False, _BACKWARD_REST, "grad_output"),
     "Autograd",
     with_keyset=True,
 )

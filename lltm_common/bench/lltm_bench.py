@@ -9,7 +9,7 @@ LLTM can beat them; the distance to them is what the rest (pointwise work, alloc
 dispatch, autograd) costs. "GEMM floor + autograd.grad" adds the cost of torch.autograd.grad
 through a trivial graph: no step through autograd gets below that.
 
-"lltm forward+backward (ops)" is the same step without autograd: the package's forward and
+"lltm ops forward+backward" is the same step without autograd: the package's forward and
 backward ops called directly (as the tutorial's own autograd.Function, or a hand-written
 backpropagation through time, calls them), against the GEMM floor: what our kernels, their
 allocations and dispatch cost beyond the GEMMs.
@@ -165,7 +165,7 @@ def run(ctx: Context, package: ModuleType, device: str) -> None:
         for op, impls in (
             ("lltm forward", forward_impls),
             ("lltm forward+backward", step_impls),
-            ("lltm forward+backward (ops)", ops_impls),
+            ("lltm ops forward+backward", ops_impls),
         ):
             ctx.compare(
                 op=op,

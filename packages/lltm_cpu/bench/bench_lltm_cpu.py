@@ -25,7 +25,7 @@ GOALS = [
     # (forward, then backward, called directly), and the step through autograd is held
     # to 1.3x of the GEMMs plus autograd.grad, the floor of any autograd step.
     Goal(
-        op="lltm forward+backward (ops)",
+        op="lltm ops forward+backward",
         ours=PACKAGE,
         peer="GEMM floor",
         min_speedup=1 / 1.3,

@@ -12,6 +12,7 @@
 // their results again raises an error instead of returning a wrong zero.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/zeros_like.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -224,9 +225,33 @@ class OnceDifferentiable
 constexpr const char* kBackwardName = LLTM_NAME ".backward";
 constexpr const char* kPointwiseName = LLTM_NAME "._backward_pointwise";
 
+// Whether a call has anything for autograd to do: a gradient to record (grad
+// mode on and an argument that requires grad) or a forward-mode tangent (level
+// 0, the only one autograd's own kernels look at), which must reach
+// Function::apply so that it raises that C++ custom Functions have no jvp.
+// Without either, the autograd kernels below call the op's kernel directly:
+// Function::apply would build a graph node, variable lists and output wrappers
+// only to drop them, about 20,000 instructions per call, a twentieth of a
+// forward call at the tutorial's shape (callgrind, torch 2.13).
+template <typename... Args>
+bool autograd_needed(const Args&... args) {
+  const bool record =
+      at::GradMode::is_enabled() && (args.requires_grad() || ...);
+  return record || (args._fw_grad(/*level=*/0).defined() || ...);
+}
+
+template <typename TypedOp, typename... Args>
+auto call_below_autograd(const TypedOp& op, const Args&... args) {
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(args...);
+}
+
 template <typename... Args>
 ForwardResult forward_autograd(const Args&... args) {
   refuse_other_device(forward_op(), args...);
+  if (!autograd_needed(args...)) {
+    return call_below_autograd(forward_op(), args...);
+  }
   return to_tuple<ForwardResult>(LltmFunction::apply(args...),
                                  std::make_index_sequence<7>());
 }
@@ -234,6 +259,9 @@ ForwardResult forward_autograd(const Args&... args) {
 template <typename... Args>
 BackwardResult backward_autograd(const Args&... args) {
   refuse_other_device(backward_op(), args...);
+  if (!autograd_needed(args...)) {
+    return call_below_autograd(backward_op(), args...);
+  }
   return to_tuple<BackwardResult>(
       OnceDifferentiable<&backward_op, &kBackwardName>::apply(args...),
       std::make_index_sequence<5>());
@@ -242,6 +270,9 @@ BackwardResult backward_autograd(const Args&... args) {
 template <typename... Args>
 PointwiseResult pointwise_autograd(const Args&... args) {
   refuse_other_device(pointwise_op(), args...);
+  if (!autograd_needed(args...)) {
+    return call_below_autograd(pointwise_op(), args...);
+  }
   return to_tuple<PointwiseResult>(
       OnceDifferentiable<&pointwise_op, &kPointwiseName>::apply(args...),
       std::make_index_sequence<3>());

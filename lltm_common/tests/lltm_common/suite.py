@@ -286,6 +286,25 @@ def test_no_grad_and_inference_mode(impl):
     torch.testing.assert_close(a[0], b[0])
 
 
+@pytest.mark.parametrize("op", ["forward", "backward"])
+def test_forward_mode_ad_raises_instead_of_dropping_the_tangent(impl, op):
+    # The autograd kernels call the op directly when there is nothing to record; a
+    # forward-mode tangent must still reach torch::autograd::Function, which raises (C++
+    # custom Functions have no jvp): without it the results would carry no tangent, a
+    # silent wrong answer for torch.func.jvp and friends.
+    import torch.autograd.forward_ad as fwAD
+
+    inputs = impl.inputs(3, 4, 5)
+    args = inputs
+    if op == "backward":
+        outputs = impl.package.forward(*inputs)
+        args = [*_grads(impl, 3, 5, torch.float32), *outputs[1:], inputs[1]]
+    with fwAD.dual_level():
+        args = [fwAD.make_dual(args[0], torch.randn_like(args[0])), *args[1:]]
+        with pytest.raises(RuntimeError, match="jvp is not implemented"):
+            getattr(impl.package, op)(*args)
+
+
 def test_results_are_separate_tensors(impl):
     inputs = impl.inputs(3, 4, 5)
     outputs = impl.package.forward(*inputs)

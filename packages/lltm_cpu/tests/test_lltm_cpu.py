@@ -87,6 +87,10 @@ def _disassembly_of_clones(names: tuple[str, ...]) -> dict[str, str]:
     reason="the pointwise passes have per-CPU clones on x86-64 Linux (GCC target_clones) only",
 )
 @pytest.mark.skipif(lltm_cpu.BUILD_INFO["debug"], reason="a DEBUG=1 build is not optimized")
+@pytest.mark.skipif(
+    bool(lltm_cpu.BUILD_INFO["sanitize"]),
+    reason="a sanitizer build checks every load and store, which keeps GCC from vectorizing",
+)
 def test_pointwise_passes_are_vectorized_in_every_clone():
     """The fused pointwise passes run packed SIMD at every CPU level, not one element at a
     time. GCC left the AVX2 and baseline clones scalar (its 'control flow in loop') until the

@@ -15,6 +15,7 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/zeros_like.h>
+#include <shared_build/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -99,9 +100,9 @@ class LltmFunction : public torch::autograd::Function<LltmFunction> {
                                const Tensor& bias,
                                const Tensor& old_h,
                                const Tensor& old_cell) {
-    at::AutoDispatchBelowADInplaceOrView guard;
     auto [new_h, new_cell, input_gate, output_gate, candidate, X, gates] =
-        forward_op().call(input, weights, bias, old_h, old_cell);
+        shared_build::call_below_autograd(
+            forward_op(), input, weights, bias, old_h, old_cell);
     ctx->save_for_backward(
         {new_cell, input_gate, output_gate, candidate, X, gates, weights});
     ctx->mark_non_differentiable(
@@ -151,16 +152,15 @@ class LltmFunction : public torch::autograd::Function<LltmFunction> {
       return {d_input, d_weights, d_bias, d_old_h, d_old_cell};
     }
 
-    auto [d_gates, d_bias, d_old_cell] = [&] {
-      at::AutoDispatchBelowADInplaceOrView guard;
-      return pointwise_op().call(grad_h,
-                                 grad_cell,
-                                 new_cell,
-                                 input_gate,
-                                 output_gate,
-                                 candidate,
-                                 gates);
-    }();
+    auto [d_gates, d_bias, d_old_cell] =
+        shared_build::call_below_autograd(pointwise_op(),
+                                          grad_h,
+                                          grad_cell,
+                                          new_cell,
+                                          input_gate,
+                                          output_gate,
+                                          candidate,
+                                          gates);
     const bool need_input = ctx->needs_input_grad(0);
     const bool need_old_h = ctx->needs_input_grad(3);
     const int64_t state = new_cell.size(1);
@@ -209,8 +209,7 @@ class OnceDifferentiable
  public:
   template <typename... Args>
   static variable_list forward(AutogradContext* /*ctx*/, const Args&... args) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    auto results = typed().call(args...);
+    auto results = shared_build::call_below_autograd(typed(), args...);
     return to_list(
         results,
         std::make_index_sequence<std::tuple_size_v<decltype(results)>>());
@@ -225,67 +224,48 @@ class OnceDifferentiable
 constexpr const char* kBackwardName = LLTM_NAME ".backward";
 constexpr const char* kPointwiseName = LLTM_NAME "._backward_pointwise";
 
-// Whether a call has anything for autograd to do: a gradient to record (grad
-// mode on and an argument that requires grad) or a forward-mode tangent (level
-// 0, the only one autograd's own kernels look at), which must reach
-// Function::apply so that it raises that C++ custom Functions have no jvp.
-// Without either, the autograd kernels below call the op's kernel directly:
-// Function::apply would build a graph node, variable lists and output wrappers
-// only to drop them, about 20,000 instructions per call, a twentieth of a
-// forward call at the tutorial's shape (callgrind, torch 2.13).
-template <typename... Args>
-bool autograd_needed(const Args&... args) {
-  const bool record =
-      at::GradMode::is_enabled() && (args.requires_grad() || ...);
-  return record || (args._fw_grad(/*level=*/0).defined() || ...);
-}
-
-template <typename TypedOp, typename... Args>
-auto call_below_autograd(const TypedOp& op, const Args&... args) {
-  at::AutoDispatchBelowADInplaceOrView guard;
-  return op.call(args...);
-}
-
-template <typename... Args>
-ForwardResult forward_autograd(const Args&... args) {
-  refuse_other_device(forward_op(), args...);
-  if (!autograd_needed(args...)) {
-    return call_below_autograd(forward_op(), args...);
+// The Autograd kernel of op: arguments checked for their device, then the op's
+// kernel called directly when there is nothing for autograd to record
+// (shared_build::autograd_needed; Function::apply would build a graph node,
+// variable lists and output wrappers only to drop them, about 20,000
+// instructions per call, a twentieth of a forward call at the tutorial's
+// shape), through Function otherwise.
+template <auto op, typename Function, typename Result, typename... Args>
+Result autograd_kernel(const Args&... args) {
+  refuse_other_device(op(), args...);
+  if (!shared_build::autograd_needed(args...)) {
+    return shared_build::call_below_autograd(op(), args...);
   }
-  return to_tuple<ForwardResult>(LltmFunction::apply(args...),
-                                 std::make_index_sequence<7>());
+  return to_tuple<Result>(
+      Function::apply(args...),
+      std::make_index_sequence<std::tuple_size_v<Result>>());
 }
 
-template <typename... Args>
-BackwardResult backward_autograd(const Args&... args) {
-  refuse_other_device(backward_op(), args...);
-  if (!autograd_needed(args...)) {
-    return call_below_autograd(backward_op(), args...);
-  }
-  return to_tuple<BackwardResult>(
-      OnceDifferentiable<&backward_op, &kBackwardName>::apply(args...),
-      std::make_index_sequence<5>());
+// autograd_kernel's instance for an op of `arguments` tensors.
+template <auto op, typename Function, typename Result, size_t... I>
+constexpr auto autograd_kernel_of(std::index_sequence<I...> /*arguments*/) {
+  return &autograd_kernel<op,
+                          Function,
+                          Result,
+                          std::enable_if_t<I >= 0, Tensor>...>;
 }
 
-template <typename... Args>
-PointwiseResult pointwise_autograd(const Args&... args) {
-  refuse_other_device(pointwise_op(), args...);
-  if (!autograd_needed(args...)) {
-    return call_below_autograd(pointwise_op(), args...);
-  }
-  return to_tuple<PointwiseResult>(
-      OnceDifferentiable<&pointwise_op, &kPointwiseName>::apply(args...),
-      std::make_index_sequence<3>());
-}
+using BackwardFunction = OnceDifferentiable<&backward_op, &kBackwardName>;
+using PointwiseFunction = OnceDifferentiable<&pointwise_op, &kPointwiseName>;
 
 }  // namespace
 
 }  // namespace LLTM_NS
 
 TORCH_LIBRARY_IMPL(LLTM_NS, Autograd, m) {
-  using T = at::Tensor;
-  m.impl("forward", &LLTM_NS::forward_autograd<T, T, T, T, T>);
-  m.impl("backward", &LLTM_NS::backward_autograd<T, T, T, T, T, T, T, T, T>);
+  using namespace LLTM_NS;
+  m.impl("forward",
+         autograd_kernel_of<&forward_op, LltmFunction, ForwardResult>(
+             std::make_index_sequence<5>()));
+  m.impl("backward",
+         autograd_kernel_of<&backward_op, BackwardFunction, BackwardResult>(
+             std::make_index_sequence<9>()));
   m.impl("_backward_pointwise",
-         &LLTM_NS::pointwise_autograd<T, T, T, T, T, T, T>);
+         autograd_kernel_of<&pointwise_op, PointwiseFunction, PointwiseResult>(
+             std::make_index_sequence<7>()));
 }

@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/mul.h>
+#include <shared_build/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -25,8 +26,7 @@ at::Tensor add_below_autograd(const at::Tensor& x,
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("add_ext::add", "")
           .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
-  at::AutoDispatchBelowADInplaceOrView guard;
-  return op.call(x, y, alpha);
+  return shared_build::call_below_autograd(op, x, y, alpha);
 }
 
 class AddFunction : public torch::autograd::Function<AddFunction> {
@@ -54,15 +54,6 @@ class AddFunction : public torch::autograd::Function<AddFunction> {
   }
 };
 
-// Whether a call must record a graph node: reverse mode with an input that
-// requires grad, or forward mode with a tangent (which Function::apply
-// reports as unsupported; the fast path must not hide that).
-bool needs_autograd(const at::Tensor& x, const at::Tensor& y) {
-  return (at::GradMode::is_enabled() &&
-          (x.requires_grad() || y.requires_grad())) ||
-         x._fw_grad(/*level=*/0).defined() || y._fw_grad(/*level=*/0).defined();
-}
-
 at::Tensor add_autograd(const at::Tensor& x,
                         const at::Tensor& y,
                         double alpha) {
@@ -72,9 +63,9 @@ at::Tensor add_autograd(const at::Tensor& x,
   check_add_inputs(x, y);
   // Function::apply builds a node, its context and edge lists on every call,
   // even when nothing requires grad: 0.15 us of a 2 us call on 1000 floats.
-  // Without a graph to record, go straight to the kernel, as ATen's own
-  // autograd kernels do.
-  if (!needs_autograd(x, y)) {
+  // Without a graph to record (or a tangent to refuse), go straight to the
+  // kernel, as ATen's own autograd kernels do.
+  if (!shared_build::autograd_needed(x, y)) {
     return add_below_autograd(x, y, alpha);
   }
   return AddFunction::apply(x, y, alpha);

@@ -4,7 +4,7 @@
 
 At the tutorial shape (B16, in 32, state 128) the "GEMM floor" of the bench runs its three
 products on inputs that nothing wrote since the previous call. In a step, every product
-reads what the pass before it just wrote on the calling thread's core (gates from the
+reads what the pass before it just wrote on the calling thread's core (X from the
 concatenation, d_gates from the backward pointwise pass). This script times, at one and at
 two threads, the backward's two products on d_gates alone, the pointwise pass alone, and
 the two in sequence on the pass's fresh output; then the same with an ATen multiply as the

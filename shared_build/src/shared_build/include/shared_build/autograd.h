@@ -3,7 +3,8 @@
 //
 // Function::apply builds a graph node, its context, variable lists and output
 // wrappers on every call, even when nothing requires grad: about 20,000
-// instructions per call (callgrind, torch 2.13), a tenth of a 1000-element add.
+// instructions per LLTM op call (callgrind, torch 2.13), 0.15 us of a 2 us
+// add_ext call on 1000 floats.
 // An autograd kernel that has nothing to record can call the op's kernel below
 // autograd directly, as ATen's own autograd kernels do.
 #pragma once

@@ -33,6 +33,20 @@ GOALS = [
         case=lltm_bench.case_name(lltm_bench.TUTORIAL),
         note="issue 17: forward and backward ops within 1.3x of the GEMMs alone",
     ),
+    # The same 1.3x against the floor a step can actually reach: the products on inputs
+    # that were just written (lltm_bench.FRESH_FLOOR). With two threads the GEMM floor
+    # above gains from its inputs sitting in both cores' caches, which no step's inputs
+    # do; there the fresh floor alone measured 1.38x the GEMM floor, beyond the issue's
+    # 1.3x. The issue's goal stays above, reported as it comes out.
+    Goal(
+        op="lltm ops forward+backward",
+        ours=PACKAGE,
+        peer=lltm_bench.FRESH_FLOOR,
+        min_speedup=1 / 1.3,
+        device="cpu",
+        case=lltm_bench.case_name(lltm_bench.TUTORIAL),
+        note="issue 17 against the floor a step can reach: GEMMs on just-written inputs",
+    ),
     Goal(
         op="lltm forward+backward",
         ours=PACKAGE,

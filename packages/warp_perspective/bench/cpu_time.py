@@ -15,7 +15,6 @@ pages from 8 MB), and a copy into an existing tensor (bandwidth alone).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import resource
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch
 # The benchmark module (beside this file) and the harness it imports (repository root).
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[3])]
 import bench_warp_perspective as bench  # noqa: E402
+from bench_warp_perspective import fresh_copy  # noqa: E402
 
 import warp_perspective  # noqa: E402
 
@@ -38,21 +38,6 @@ def cpu_seconds(fn, repeat: int) -> float:
         after = resource.getrusage(resource.RUSAGE_SELF)
         samples.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return sorted(samples)[len(samples) // 2]
-
-
-def fresh_copy(image: torch.Tensor) -> torch.Tensor:
-    """image copied into a new tensor advised for huge pages as the op's outputs are
-    (cpu/parallel.h, empty_output): the bytes a warp must read and write, nothing else."""
-    out = torch.empty_like(image)
-    huge = 2 << 20
-    if out.nbytes >= 4 * huge and sys.platform == "linux":
-        start = out.data_ptr()
-        first = (start + huge - 1) & ~(huge - 1)
-        last = (start + out.nbytes) & ~(huge - 1)
-        if last > first:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 14)  # HUGEPAGE
-    return out.copy_(image)
 
 
 def main() -> None:

@@ -18,9 +18,11 @@ The GEMM floor reads inputs that were written long before, so with several threa
 in every core's cache. In a step, each product reads what the pass before it has just
 written on the calling thread: X (the concatenation of old_h and input) and d_gates (the
 backward's pointwise pass). FRESH_FLOOR, "GEMM floor (fresh inputs)", times the same three
-products, each after the cheapest op that writes its input: the concatenation for X, one
-multiply for d_gates (less work than any backward's pointwise pass). Every LLTM step does at
-least this, so the step cannot beat this floor either, at any thread count.
+products, each preceded by the cheapest op that writes its input (the concatenation for X,
+one multiply for d_gates: less work than any backward's pointwise pass), those two ops
+included. A step built like ours (concatenation, GEMM, pointwise passes, GEMMs) does at
+least this, so it cannot beat this floor at any thread count. (On CUDA the same row times
+the products after their producers' kernels; the cache argument is the CPU's.)
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ class EagerLLTM(nn.Module):
 
 
 def run(ctx: Context, package: ModuleType, device: str) -> None:
-    """Time the package's LLTM, eager, torch.compile and the GEMM floor at both shapes."""
+    """Time the package's LLTM, eager, torch.compile and the GEMM floor at both shapes; the
+    direct step also against the GEMM floor on fresh inputs (FRESH_FLOOR)."""
     name = package.__name__
     for shape in (TUTORIAL, LARGE):
         batch, features, state = shape

@@ -13,8 +13,10 @@ OpenCV), kornia, and two loops calling cv2.warpPerspective once per image:
   then stack.
 
 And the memory floor of a call, "copy into a fresh output (floor)": the input copied into a
-new tensor allocated as the op allocates its outputs (huge pages from 8 MB). It reads and
-writes what a warp must, and computes nothing: no warp that returns a new tensor beats it.
+new tensor advised for huge pages from 8 MB as the op's outputs are (but not pre-faulted in
+parallel, which the op does with several threads). It reads and writes what a warp must and
+computes nothing: a warp that reads all of its input and writes a new output with ordinary
+stores does not beat it.
 
 On a GPU also CUDA against kornia on CUDA.
 """
@@ -97,7 +99,8 @@ def cv2_loops(image: torch.Tensor, mats64: torch.Tensor, mats: torch.Tensor):
 
 def fresh_copy(image: torch.Tensor) -> torch.Tensor:
     """image copied into a new tensor advised for huge pages as the op's outputs are
-    (cpu/parallel.h, empty_output): the bytes a warp must read and write, nothing else."""
+    (cpu/parallel.h, empty_output, which also pre-faults them in parallel with several
+    threads): the bytes a warp must read and write, nothing else."""
     out = torch.empty_like(image)
     huge = 2 << 20
     if out.nbytes >= 4 * huge and sys.platform == "linux":

@@ -97,19 +97,22 @@ def cv2_loops(image: torch.Tensor, mats64: torch.Tensor, mats: torch.Tensor):
     return cv2_loop, cv2_from_nchw
 
 
+# The process's libc, for madvise in fresh_copy: loaded once, not inside the timed call.
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
+
 def fresh_copy(image: torch.Tensor) -> torch.Tensor:
     """image copied into a new tensor advised for huge pages as the op's outputs are
     (cpu/parallel.h, empty_output, which also pre-faults them in parallel with several
     threads): the bytes a warp must read and write, nothing else."""
     out = torch.empty_like(image)
     huge = 2 << 20
-    if out.nbytes >= 4 * huge and sys.platform == "linux":
+    if out.nbytes >= 4 * huge and _LIBC is not None:
         start = out.data_ptr()
         first = (start + huge - 1) & ~(huge - 1)
         last = (start + out.nbytes) & ~(huge - 1)
         if last > first:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 14)  # HUGEPAGE
+            _LIBC.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 14)  # HUGEPAGE
     return out.copy_(image)
 
 

@@ -24,7 +24,6 @@ import torch
 # The benchmark module (beside this file) and the harness it imports (repository root).
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[3])]
 import bench_warp_perspective as bench  # noqa: E402
-from bench_warp_perspective import fresh_copy  # noqa: E402
 
 import warp_perspective  # noqa: E402
 
@@ -78,7 +77,7 @@ def main() -> None:
             print(f"  {case:8} {name:34} {seconds * 1e3:8.2f} ms  {ratios}")
         existing = torch.empty_like(image)
         floors = {
-            "floor: copy into a fresh output": lambda: fresh_copy(image),
+            "floor: copy into a fresh output": lambda: bench.fresh_copy(image),
             "floor: copy into an existing tensor": lambda: existing.copy_(image),
         }
         mb = 2 * image.nbytes / 1e6

@@ -242,7 +242,8 @@ WP_AVX2 void nearest_taps_avx2(const Geometry& g, index_t* off, uint8_t* mask) {
 //
 // A group whose taps fit a window of 16 columns on three rows reads each
 // row's window with two loads and picks its taps with two vpermps and a blend
-// (AVX2 permutes 8 lanes); other groups gather.
+// (AVX2 permutes 8 lanes), or with one load and one vpermps where its taps fit
+// the window's first 8 columns (Vec::narrow); other groups gather.
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -355,6 +356,15 @@ struct Vec {
     return select(i.high,
                   _mm256_permutevar8x32_ps(lo, i.i),
                   _mm256_permutevar8x32_ps(hi, i.i));
+  }
+  // Whether every index is below 8: then pick1 of one load does, one vpermps
+  // instead of two and a blend.
+  static bool narrow(const Index& i) {
+    return _mm256_testz_si256(i.high, i.high);
+  }
+  // Elements i (0 to 7) of v.
+  static F pick1(F v, const Index& i) {
+    return _mm256_permutevar8x32_ps(v, i.i);
   }
 
   static F load(const uint8_t* p) {

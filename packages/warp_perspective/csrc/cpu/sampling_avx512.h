@@ -123,6 +123,14 @@ struct Vec {
   static F pick(F lo, F hi, Index i) {
     return _mm512_permutex2var_ps(lo, i, hi);
   }
+  // Whether every index is below 16: then pick1 of one load does.
+  static bool narrow(Index i) {
+    return _mm512_cmpge_epu32_mask(i, _mm512_set1_epi32(kLanes)) == 0;
+  }
+  // Elements i (0 to 15) of v.
+  static F pick1(F v, Index i) {
+    return _mm512_permutexvar_ps(i, v);
+  }
 
   // 16 consecutive source elements as floats.
   static F load(const uint8_t* p) {

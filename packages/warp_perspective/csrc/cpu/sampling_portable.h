@@ -220,6 +220,14 @@ struct Vec {
     std::memcpy(t + kLanes, &hi, sizeof(hi));
     return F{t[i[0]], t[i[1]], t[i[2]], t[i[3]]};
   }
+  // Whether every index is below kLanes: then pick1 of one load does.
+  static bool narrow(Index i) {
+    return ((i[0] | i[1] | i[2] | i[3]) & ~(kLanes - 1)) == 0;
+  }
+  // Elements i (0 to 3) of v.
+  static F pick1(F v, Index i) {
+    return F{v[i[0]], v[i[1]], v[i[2]], v[i[3]]};
+  }
   static F load(const float* p) {
     F v;
     std::memcpy(&v, p, sizeof(v));

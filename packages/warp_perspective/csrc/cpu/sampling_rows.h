@@ -21,10 +21,15 @@
 // within a window of 2 * kLanes on at most two neighbouring rows (three rows
 // of taps). Such a group loads that window of each of those rows with two
 // unaligned vector loads and picks each pixel's taps from it with a two-table
-// permute, then selects each pixel's row with a blend. Every other group (near
-// the border, steep rotation, strong zoom, rows that are not contiguous)
-// gathers its taps, masked so that taps outside the image read nothing and
-// contribute exactly 0 with zeros padding. Both paths blend the same weights
+// permute, then selects each pixel's row with a blend. Most groups of such a
+// warp need less: when no pixel's taps reach the third row there is nothing
+// to select, and when every left tap lies in the window's first kLanes columns
+// one load and a one-table permute per tap do (the right taps from a load one
+// column further); on AVX2, whose permutes take 8 lanes, that is one vpermps
+// per tap instead of two and a blend. Every other group (near the border,
+// steep rotation, strong zoom, rows that are not contiguous) gathers its taps,
+// masked so that taps outside the image read nothing and contribute exactly 0
+// with zeros padding. Both paths blend the same weights
 // in the same order, so a pixel's value does not depend on the path its group
 // took.
 
@@ -179,6 +184,73 @@ inline Vec::F pick(const scalar_t* plane, int64_t offset, const Vec::Index& i) {
       Vec::load(plane + offset), Vec::load(plane + offset + Vec::kLanes), i);
 }
 
+// The left and right taps of kLanes pixels on one row of a window, from
+// plane + offset (the row's window): with kNarrow (every left tap within the
+// window's first kLanes columns) each from one load, the right ones from one
+// column further; else picked from the window's two loads.
+template <bool kNarrow, typename scalar_t>
+C10_ALWAYS_INLINE void row_taps(const scalar_t* plane,
+                                int64_t offset,
+                                const Vec::Index& i0,
+                                const Vec::Index& i1,
+                                Vec::F& left,
+                                Vec::F& right) {
+  if constexpr (kNarrow) {
+    left = Vec::pick1(Vec::load(plane + offset), i0);
+    right = Vec::pick1(Vec::load(plane + offset + 1), i0);
+  } else {
+    left = pick(plane, offset, i0);
+    right = pick(plane, offset, i1);
+  }
+}
+
+// Every channel of a group whose taps lie in a window (find_window): rows
+// row and row + 1 of it, and row + 2 unless kTwoRows (no pixel's top tap on
+// row + 1, so no pixel needs a row select).
+template <bool kNarrow, bool kTwoRows, typename scalar_t>
+C10_ALWAYS_INLINE void bilinear_window(const Bilinear& t,
+                                       const Window& win,
+                                       const RowJob<scalar_t>& job,
+                                       int64_t sh,
+                                       Vec::Tail keep,
+                                       int64_t x0) {
+  const Vec::Index i0 = win.index;
+  const Vec::Index i1 = Vec::index(Vec::iadd(Vec::indices(i0), Vec::iset(1)));
+  const int64_t r0 = win.row * sh + win.base;
+  const int64_t r1 = r0 + sh;
+  const int64_t r2 = r1 + sh;
+  // Copies, as in bilinear_row.
+  const scalar_t* const src = job.src;
+  scalar_t* const out = job.out + x0;
+  const int64_t channels = job.channels;
+  const int64_t src_c = job.src_stride_c;
+  const int64_t out_c = job.out_stride_c;
+  for (int64_t c = 0; c < channels; ++c) {
+    const scalar_t* plane = src + c * src_c;
+    // The line that the rows two destination rows below will read. Along
+    // a destination row a sheared or rotated warp crosses a source row
+    // every few dozen pixels, a pattern the hardware prefetchers miss;
+    // without this a 1080p batch spent half its time waiting for loads.
+    prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
+    Vec::F p00, p01, p10, p11;
+    row_taps<kNarrow>(plane, r0, i0, i1, p00, p01);
+    row_taps<kNarrow>(plane, r1, i0, i1, p10, p11);
+    Vec::F v;
+    if constexpr (kTwoRows) {
+      v = blend_taps(t, p00, p01, p10, p11);
+    } else {
+      Vec::F p20, p21;
+      row_taps<kNarrow>(plane, r2, i0, i1, p20, p21);
+      v = blend_taps(t,
+                     Vec::select(win.lower, p00, p10),
+                     Vec::select(win.lower, p01, p11),
+                     Vec::select(win.lower, p10, p20),
+                     Vec::select(win.lower, p11, p21));
+    }
+    Vec::store(out + c * out_c, keep, v);
+  }
+}
+
 // Bilinear sampling of one row of every channel: the arithmetic of the table
 // loops' bilinear_taps_loop + bilinear_gather_loop (sampling_loops.h), with
 // multiply-adds (Vec::dfmadd, Vec::ffmadd). Requires the image's planes to span
@@ -206,29 +278,21 @@ void bilinear_row(const RowJob<scalar_t>& job) {
     scalar_t* out = out_row + x0;
     Window win;
     if (loads && find_window<1>(g, t.ix, t.iy, win)) {
-      const Vec::Index i0 = win.index;
-      const Vec::Index i1 = Vec::index(Vec::iadd(Vec::indices(i0), one));
-      // Rows row, row + 1 and row + 2; the last only exists (and is only
-      // needed) when some pixel's top tap is on row + 1.
-      const int64_t r0 = win.row * sh + win.base;
-      const int64_t r1 = r0 + sh;
-      const int64_t r2 = r1 + (Vec::any(win.lower) ? sh : 0);
-      for (int64_t c = 0; c < channels; ++c) {
-        const scalar_t* plane = src + c * src_c;
-        // The line that the rows two destination rows below will read. Along
-        // a destination row a sheared or rotated warp crosses a source row
-        // every few dozen pixels, a pattern the hardware prefetchers miss;
-        // without this a 1080p batch spent half its time waiting for loads.
-        prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
-        const Vec::F p00 = pick(plane, r0, i0), p01 = pick(plane, r0, i1);
-        const Vec::F p10 = pick(plane, r1, i0), p11 = pick(plane, r1, i1);
-        const Vec::F p20 = pick(plane, r2, i0), p21 = pick(plane, r2, i1);
-        const Vec::F v = blend_taps(t,
-                                    Vec::select(win.lower, p00, p10),
-                                    Vec::select(win.lower, p01, p11),
-                                    Vec::select(win.lower, p10, p20),
-                                    Vec::select(win.lower, p11, p21));
-        Vec::store(out + c * out_c, keep, v);
+      // Most groups of a near-identity warp need neither the third row (no
+      // pixel's top tap is on row + 1) nor the window's second half (every
+      // left tap in its first kLanes columns): one permute per tap instead of
+      // two and a blend (AVX2), and no row selects.
+      const bool two_rows = !Vec::any(win.lower);
+      if (Vec::narrow(win.index)) {
+        if (two_rows) {
+          bilinear_window<true, true>(t, win, job, sh, keep, x0);
+        } else {
+          bilinear_window<true, false>(t, win, job, sh, keep, x0);
+        }
+      } else if (two_rows) {
+        bilinear_window<false, true>(t, win, job, sh, keep, x0);
+      } else {
+        bilinear_window<false, false>(t, win, job, sh, keep, x0);
       }
       continue;
     }
@@ -392,6 +456,18 @@ void nearest_row(const RowJob<scalar_t>& job) {
     Window win;
     if (loads && find_window<0>(g, ix, iy, win)) {
       const int64_t r0 = win.row * sh + win.base;
+      if (!Vec::any(win.lower) && Vec::narrow(win.index)) {
+        // Every tap on one row, in the window's first kLanes columns: one
+        // load and one permute (as bilinear_window's fast path).
+        for (int64_t c = 0; c < channels; ++c) {
+          const scalar_t* plane = src + c * src_c;
+          prefetch_ahead(plane, r0 + kPrefetchRows * sh + 16);
+          Vec::store(out + c * out_c,
+                     keep,
+                     Vec::pick1(Vec::load(plane + r0), win.index));
+        }
+        continue;
+      }
       const int64_t r1 = r0 + (Vec::any(win.lower) ? sh : 0);
       for (int64_t c = 0; c < channels; ++c) {
         const scalar_t* plane = src + c * src_c;

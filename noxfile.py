@@ -1,6 +1,7 @@
 """Build, test, benchmark and lint every package of the repository across torch versions.
 
-    nox -s tests                      # every torch version in TORCH_VERSIONS
+    nox -s tests                      # every torch version in TORCH_VERSIONS (or: nox -s test)
+    nox -s dev -- add_ext             # inner loop: rebuild one package, run its tests
     nox -s "tests(torch='2.13.0')"     # one of them (also: nox -s tests -k 2.13)
     TORCH_VERSIONS=2.13.0,2.15.0 nox -s tests
     nox -s tests -- -k gradcheck      # arguments after -- go to pytest
@@ -8,18 +9,22 @@
     nox -s bench -- --all-torch       # ... under every version, side by side
     nox -s sanitize                   # ASan/UBSan builds, their own venv, every suite
     nox -s build | lint | examples | gpu
-    nox -s abi                        # stable-ABI wheels: built once, tested under every torch
+    nox -s abi                        # only the stable-ABI wheels, under every torch
     nox -s abi_overhead               # per-call cost, stable-ABI build against full-ABI build
 
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
-sessions and kept between runs. A package is rebuilt only when its files, shared_build or
-a build knob changed; its build folder (.nox/build/<package>/<torch tag>) keeps ninja's
-objects, so even a rebuild compiles only what changed. Every build has WERROR=1: our
-sources compile warning-free at -Wall -Wextra.
+sessions and kept between runs. A full-ABI package is rebuilt only when its files,
+shared_build or a build knob changed; its build folder (.nox/build/<package>/<torch tag>)
+keeps ninja's objects, so even a rebuild compiles only what changed, and ccache (when on
+PATH) keeps its store in .nox/ccache. A stable-ABI package's one wheel is built once, under
+its builder torch, into .nox/wheels/, and installed into every environment. Every build has
+WERROR=1: our sources compile warning-free at -Wall -Wextra.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -67,7 +72,17 @@ BUILD_KNOBS = (
 # Where nox's builds keep their objects between runs (shared_build's default is a temporary
 # folder, so that a plain pip install leaves nothing in the source tree).
 BUILD_DIR = ROOT / ".nox" / "build"
-BASE_REQUIREMENTS = ["setuptools>=70.1", "ninja", "packaging", "pytest", "numpy", "hatchling"]
+# ccache's store, kept between runs like the build folders (used when ccache is on PATH).
+CCACHE_DIR = ROOT / ".nox" / "ccache"
+# Each stable-ABI package's one wheel, by the digest of what it is built from.
+WHEELS_DIR = ROOT / ".nox" / "wheels"
+# Sessions run at once (CI's lanes) take these before they touch an environment or a wheel.
+LOCKS_DIR = ROOT / ".nox" / "locks"
+# Each session's wall time and test counts, for CI's closing table (.ci/summary.py).
+REPORTS_DIR = ROOT / ".nox" / "reports"
+BASE_REQUIREMENTS = [
+    "setuptools>=70.1", "ninja", "packaging", "pytest", "pytest-xdist", "numpy", "hatchling",
+]  # fmt: skip
 _HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}
 
 nox.options.sessions = ["tests"]
@@ -150,6 +165,18 @@ def discover_packages() -> list[Package]:
     return found
 
 
+@contextlib.contextmanager
+def locked(name: str):
+    """Hold .nox/locks/<name>.lock: CI runs two nox sessions at once over the same .nox/."""
+    LOCKS_DIR.mkdir(parents=True, exist_ok=True)
+    with open(LOCKS_DIR / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def tree_hash(*roots: Path, extra: str = "") -> str:
     """Hash of every file under roots (build outputs excluded) plus extra."""
     digest = hashlib.sha256(extra.encode())
@@ -178,6 +205,7 @@ class TorchEnv:
         self.python = str(self.bin / "python")
         self.skipped: dict[str, str] = {}
         self.built: list[str] = []
+        self.from_wheel: list[str] = []
         self.build_seconds: dict[str, float] = {}
 
     @property
@@ -241,7 +269,9 @@ class TorchEnv:
         # before it gets the compiler too.
         stamp_text = wanted + "\n# + NVIDIA's pip compiler matching torch's CUDA"
         stamp = self.stamp("requirements")
-        if not stamp.exists() or stamp.read_text() != stamp_text:
+        # An environment that has more (the bench's extra requirements) is up to date too.
+        have = set(stamp.read_text().splitlines()) if stamp.exists() else set()
+        if not set(stamp_text.splitlines()) <= have:
             self.install_requirements(*wanted.split("\n"))
             torch_cuda = self.torch_cuda
             if torch_cuda is not None:
@@ -252,7 +282,7 @@ class TorchEnv:
                     f"nvidia-cuda-cuobjdump>={major},<{int(major) + 1}",
                 )
             stamp.parent.mkdir(exist_ok=True)
-            stamp.write_text(stamp_text)
+            stamp.write_text("\n".join(sorted(have | set(stamp_text.splitlines()))))
         else:
             self.session.log(f"torch {self.version} environment up to date")
         return self
@@ -265,25 +295,71 @@ class TorchEnv:
 
     def install(self, name: str, path: Path, *, hash_roots: tuple[Path, ...]) -> None:
         """pip install --no-build-isolation path, unless nothing it depends on changed."""
-        knobs = "\n".join(f"{k}={self.env.get(k, os.environ.get(k, ''))}" for k in BUILD_KNOBS)
-        digest = tree_hash(*hash_roots, extra=knobs)
+        digest = tree_hash(*hash_roots, extra=self.knobs())
         stamp = self.stamp(name)
         if stamp.exists() and stamp.read_text() == digest:
             self.session.log(f"{name}: unchanged since its last build here, not rebuilt")
             self.built.append(name)
             return
         start = time.perf_counter()
-        self.pip(
-            "install", "-q", "--no-build-isolation", "--no-deps", "--force-reinstall", str(path),
-            env=build_env(),
-        )  # fmt: skip
-        self.build_seconds[name] = time.perf_counter() - start
+        if name == "shared_build":
+            self.pip("install", "-q", "--no-deps", "--force-reinstall", str(path))
+        else:
+            # A wheel file, kept: the tests install this very file into clean environments
+            # instead of building the package a second time (REPO_WHEELS).
+            out = self.wheels_dir / name
+            shutil.rmtree(out, ignore_errors=True)
+            self.pip(
+                "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(out), str(path),
+                env=build_env(),
+            )  # fmt: skip
+            (wheel,) = out.glob("*.whl")
+            self.pip("install", "-q", "--no-deps", "--force-reinstall", str(wheel))
+            self.build_seconds[name] = time.perf_counter() - start
+            self.session.log(f"{name}: built in {self.build_seconds[name]:.0f} s")
         stamp.parent.mkdir(exist_ok=True)
         stamp.write_text(digest)
         self.built.append(name)
 
-    def install_packages(self, packages: list[Package]) -> None:
-        """Build and install every package that this torch can build; name the others."""
+    @property
+    def wheels_dir(self) -> Path:
+        """Where the wheels of the packages built in this environment are kept."""
+        return WHEELS_DIR / self.path.name
+
+    def wheels(self) -> dict[str, str]:
+        """The wheel file of each package installed here, by package name."""
+        found = {w.parent.name: str(w) for w in sorted(self.wheels_dir.glob("*/*.whl"))}
+        return {n: w for n, w in found.items() if n in self.built}
+
+    def knobs(self) -> str:
+        """The build knobs a build here sees, one NAME=value a line (part of every digest)."""
+        merged = {**os.environ, **build_env(), **self.env}
+        return "\n".join(f"{k}={merged.get(k, '')}" for k in BUILD_KNOBS)
+
+    def install_wheel(self, package: Package, wheel: Path) -> None:
+        """Install a stable-ABI package's one wheel (the file: nothing is rebuilt here), unless
+        it is installed already, and check that its libraries are the wheel's, byte for byte."""
+        stamp = self.stamp(package.name)
+        if stamp.exists() and stamp.read_text() == wheel.parent.name:
+            self.session.log(f"{package.name}: {wheel.name} already installed here")
+        else:
+            self.pip("install", "-q", "--no-deps", "--force-reinstall", str(wheel))
+            stamp.parent.mkdir(exist_ok=True)
+            stamp.write_text(wheel.parent.name)
+        installed = _library_digests(self, package.name)
+        if installed != _wheel_library_digests(wheel):
+            self.session.error(
+                f"{package.name} under torch {self.version}: the installed libraries "
+                f"{sorted(installed)} are not those of {wheel} (rebuilt?)"
+            )
+        self.built.append(package.name)
+        self.from_wheel.append(package.name)
+
+    def install_packages(
+        self, packages: list[Package], wheels: dict[str, Path] | None = None
+    ) -> None:
+        """Build and install every package that this torch can build; name the others. A
+        package in `wheels` (a stable-ABI package's one wheel) is installed from that file."""
         self.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
         torch_cuda = self.torch_cuda
         for package in packages:
@@ -293,21 +369,70 @@ class TorchEnv:
                 )
                 self.session.log(f"SKIPPED {package.name}: {self.skipped[package.name]}")
                 continue
-            roots = (package.root, SHARED_BUILD / "src", *filter(None, [package.common]))
-            self.install(package.name, package.root, hash_roots=roots)
+            if wheels and package.name in wheels:
+                self.install_wheel(package, wheels[package.name])
+                continue
+            self.install(package.name, package.root, hash_roots=package_roots(package))
 
     def summary(self) -> str:
-        built = ", ".join(n for n in self.built if n != "shared_build") or "none"
+        built = ", ".join(
+            f"{n} (the stable wheel)" if n in self.from_wheel else n
+            for n in self.built
+            if n != "shared_build"
+        )
         skipped = "; ".join(f"{n} ({why})" for n, why in self.skipped.items()) or "none"
-        return f"torch {self.version}: built {built}; skipped {skipped}"
+        return f"torch {self.version}: built {built or 'none'}; skipped {skipped}"
+
+
+def package_roots(package: Package) -> tuple[Path, ...]:
+    """What a package's build reads: its folder, shared_build's sources, its common folder."""
+    return (package.root, SHARED_BUILD / "src", *filter(None, [package.common]))
 
 
 def build_env() -> dict[str, str]:
-    """Build knobs of every nox build: a kept build folder, and our sources warning-free."""
+    """Build knobs of every nox build: a kept build folder and compiler cache, and our
+    sources warning-free."""
     return {
         "SHARED_BUILD_DIR": os.environ.get("SHARED_BUILD_DIR") or str(BUILD_DIR),
         "WERROR": os.environ.get("WERROR") or "1",
+        "CCACHE_DIR": os.environ.get("CCACHE_DIR") or str(CCACHE_DIR),
     }
+
+
+def stable_wheel(session: nox.Session, package: Package) -> Path:
+    """The stable-ABI package's one wheel: built under its builder torch (the oldest of the
+    matrix that can build it) the first time its sources, shared_build or a knob change, and
+    kept in .nox/wheels/<package>-<digest>/ for every environment of every session after."""
+    version = stable_builder_version(package)
+    builder = TorchEnv(session, version)
+    digest = tree_hash(*package_roots(package), extra=f"torch {version}\n{builder.knobs()}")
+    out = WHEELS_DIR / f"{package.name}-{digest[:16]}"
+    with locked(f"wheel-{package.name}"):
+        found = sorted(out.glob(f"{package.name}-*.whl"))
+        if found:
+            return found[0]
+        with locked(builder.path.name):
+            builder.ensure(all_requirements(discover_packages()))
+            builder.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
+            tmp = out.with_name(out.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            start = time.perf_counter()
+            builder.pip(
+                "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(tmp),
+                str(package.root), env=build_env(),
+            )  # fmt: skip
+            tmp.rename(out)
+        (wheel,) = out.glob(f"{package.name}-*.whl")
+        session.log(
+            f"{package.name}: {wheel.name} built under torch {version} in "
+            f"{time.perf_counter() - start:.0f} s, for every torch of the matrix"
+        )
+        return wheel
+
+
+def stable_wheels(session: nox.Session, packages: list[Package]) -> dict[str, Path]:
+    """Every stable-ABI package's one wheel, by package name."""
+    return {p.name: stable_wheel(session, p) for p in packages if p.abi == "stable"}
 
 
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
@@ -322,33 +447,201 @@ def all_requirements(packages: list[Package], *, bench: bool = False) -> list[st
 def prepared_env(
     session: nox.Session, version: str, *, bench: bool = False
 ) -> tuple[TorchEnv, list[Package]]:
+    """The environment of one torch with every package in it: the full-ABI packages built
+    here, each stable-ABI package from its one wheel (built once, under its builder torch)."""
     packages = discover_packages()
-    env = TorchEnv(session, version).ensure(all_requirements(packages, bench=bench))
-    env.install_packages(packages)
+    env = TorchEnv(session, version)
+    with locked(env.path.name):
+        env.ensure(all_requirements(packages, bench=bench))
+        env.install_packages([p for p in packages if p.abi != "stable"])
+    # The wheels while holding no lock of this environment: a wheel's builder may be the
+    # other session running at the same time (CI's other lane), waiting for this lock.
+    wheels = stable_wheels(session, packages)
+    with locked(env.path.name):
+        env.install_packages([p for p in packages if p.abi == "stable"], wheels)
     return env, packages
 
 
-@nox.session(venv_backend="none")
-@nox.parametrize("torch", TORCH_VERSIONS, ids=[f"torch='{v}'" for v in TORCH_VERSIONS])
-def tests(session: nox.Session, torch: str) -> None:
-    """Build every package against one torch and run all test suites on the installed packages."""
-    env, packages = prepared_env(session, torch)
+def pytest_workers() -> list[str]:
+    """pytest-xdist's arguments: PYTEST_WORKERS processes (default: one per core; 0: no xdist).
+
+    --dist loadfile: a test file runs on one worker, so that its module fixtures (a wheel, a
+    clean virtual environment) are made once, and tests that pack the same package's sdist
+    in its folder (tests/test_distribution.py) never run at the same time."""
+    workers = os.environ.get("PYTEST_WORKERS", "").strip() or "auto"
+    if workers == "0":
+        return ["-p", "no:xdist"]
+    return ["-n", workers, "--dist", "loadfile"]
+
+
+class Report:
+    """One session's wall time, builds and test counts, written to .nox/reports/<name>.json
+    when the session ends (passed or not) for CI's closing table (.ci/summary.py)."""
+
+    def __init__(self, session: nox.Session) -> None:
+        self.session = session
+        self.name = session.name
+        self.start = time.perf_counter()
+        self.xml_files: list[Path] = []
+        self.envs: list[TorchEnv] = []
+        self.pytest_seconds = 0.0
+        REPORTS_DIR.mkdir(parents=True, exist_ok=True)
+        slug = "".join(c if c.isalnum() or c in "._-" else "_" for c in self.name).strip("_")
+        self.path = REPORTS_DIR / f"{slug}.json"
+        self.path.unlink(missing_ok=True)
+        for old in REPORTS_DIR.glob(f"{slug}-*.xml"):
+            old.unlink()
+
+    def pytest(self, torch_env: TorchEnv, *args: str, **kwargs) -> None:
+        """torch_env's pytest with args, its results in a JUnit XML file this report counts."""
+        xml = self.path.with_name(f"{self.path.stem}-{len(self.xml_files)}.xml")
+        self.xml_files.append(xml)
+        start = time.perf_counter()
+        try:
+            torch_env.run(torch_env.python, "-m", "pytest", f"--junitxml={xml}", *args, **kwargs)
+        finally:
+            self.pytest_seconds += time.perf_counter() - start
+
+    def counts(self) -> dict[str, int]:
+        import xml.etree.ElementTree as ET
+
+        totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        for xml in self.xml_files:
+            if not xml.is_file():
+                continue
+            for suite in ET.parse(xml).getroot().iter("testsuite"):
+                for key in totals:
+                    totals[key] += int(suite.get(key, 0))
+        failed = totals["failures"] + totals["errors"]
+        return {
+            "passed": totals["tests"] - failed - totals["skipped"],
+            "failed": failed,
+            "skipped": totals["skipped"],
+        }
+
+    def write(self, status: str) -> None:
+        builds = {
+            f"{name} @ {env.version}": round(seconds, 1)
+            for env in self.envs
+            for name, seconds in env.build_seconds.items()
+            if name != "shared_build"
+        }
+        record = {
+            "session": self.name,
+            "status": status,
+            "wall_s": round(time.perf_counter() - self.start, 1),
+            "pytest_s": round(self.pytest_seconds, 1),
+            "builds_s": builds,
+            **self.counts(),
+        }
+        self.path.write_text(json.dumps(record, indent=1))
+        self.session.log(
+            f"{self.name}: {status} in {record['wall_s']:.0f} s (pytest {record['pytest_s']:.0f} s): "
+            f"{record['passed']} passed, {record['failed']} failed, {record['skipped']} skipped"
+        )
+
+
+@contextlib.contextmanager
+def reported(session: nox.Session):
+    """Record the session's Report whether it passes or fails."""
+    report = Report(session)
+    status = "failed"
+    try:
+        yield report
+        status = "passed"
+    finally:
+        report.write(status)
+
+
+def test_suites(env: TorchEnv, packages: list[Package]) -> list[str]:
+    """shared_build's tests, every package's built here, the cross-package tests."""
     suites = [str(SHARED_BUILD / "tests")]
     suites += [
         str(p.root / "tests")
         for p in packages
         if p.name not in env.skipped and (p.root / "tests").is_dir()
     ]
-    suites.append(str(ROOT / "tests"))
-    pytest_env = {
+    return [*suites, str(ROOT / "tests")]
+
+
+def pytest_env(env: TorchEnv) -> dict[str, str]:
+    """What the test suites learn from nox."""
+    installer = [UV, "pip", "install", "--index-strategy", "unsafe-best-match", *_pip_sources()]
+    return {
         "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items()),
         # The once-marked tests (sdists, the build journey, scaffolding: pip, setuptools and
         # shared_build with small packages) do not depend on torch's version; they run under
         # the newest torch of the run, the one a new user gets, and skip under the others.
         "REPO_ONCE_TORCH": TORCH_VERSIONS[-1],
+        # The wheels of the full-ABI packages built here: a test that needs a package's
+        # wheel (tests/test_distribution.py) takes the file instead of compiling it again.
+        "REPO_WHEELS": json.dumps(env.wheels()),
+        # How nox installs: a clean environment of a test takes torch from uv's cache, the
+        # file nox's environment was made from, instead of downloading it again.
+        "REPO_INSTALLER": json.dumps(installer if UV else []),
     }
-    env.run(env.python, "-m", "pytest", *suites, *session.posargs, env=pytest_env)
-    session.log(env.summary())
+
+
+def run_tests(session: nox.Session, torch: str) -> None:
+    with reported(session) as report:
+        env, packages = prepared_env(session, torch)
+        report.envs.append(env)
+        report.pytest(
+            env, *pytest_workers(), *test_suites(env, packages), *session.posargs,
+            env=pytest_env(env),
+        )  # fmt: skip
+        session.log(env.summary())
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("torch", TORCH_VERSIONS, ids=[f"torch='{v}'" for v in TORCH_VERSIONS])
+def tests(session: nox.Session, torch: str) -> None:
+    """Build every package against one torch and run all test suites on the installed packages."""
+    run_tests(session, torch)
+
+
+@nox.session(venv_backend="none", default=False)
+@nox.parametrize("torch", TORCH_VERSIONS, ids=[f"torch='{v}'" for v in TORCH_VERSIONS])
+def test(session: nox.Session, torch: str) -> None:
+    """The same as nox -s tests (every torch of the matrix, every suite)."""
+    run_tests(session, torch)
+
+
+@nox.session(venv_backend="none", default=False)
+def dev(session: nox.Session) -> None:
+    """Inner loop: rebuild one package if it changed and run its tests under one torch.
+
+    nox -s dev -- add_ext                        # under the first torch of the matrix
+    nox -s dev -- warp_perspective -k gradcheck  # what follows the package goes to pytest
+    nox -s dev -- gc_cpp --torch 2.15.0
+    """
+    args = list(session.posargs)
+    version = TORCH_VERSIONS[0]
+    if "--torch" in args:
+        index = args.index("--torch")
+        version = args[index + 1]
+        del args[index : index + 2]
+    packages = {p.name: p for p in discover_packages()}
+    if not args or args[0] not in packages:
+        session.error(
+            f"name a package first: nox -s dev -- {{{','.join(sorted(packages))}}} [pytest args]"
+        )
+    package = packages[args.pop(0)]
+    env = TorchEnv(session, version)
+    with locked(env.path.name):
+        env.ensure(all_requirements(list(packages.values())))
+        env.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
+        # From source, also a stable-ABI package: its build folder keeps the objects, so a
+        # change to one file recompiles that file only.
+        env.install(package.name, package.root, hash_roots=package_roots(package))
+    run_env = {**pytest_env(env), "REPO_ONCE_TORCH": "none"}
+    env.run(env.python, "-m", "pytest", "-q", str(package.root / "tests"), *args, env=run_env)
+    if not args:  # and its cases of the cross-package property and robustness tests
+        env.run(
+            env.python, "-m", "pytest", "-q", str(ROOT / "tests" / "test_properties.py"),
+            str(ROOT / "tests" / "test_robustness.py"), "-k", package.name, env=run_env,
+            success_codes=[0, 5],
+        )  # fmt: skip
 
 
 SANITIZE = "address,undefined"
@@ -400,44 +693,51 @@ def sanitize(session: nox.Session) -> None:
     """Every package built with ASan and UBSan; every suite but the slow tests, on every CPU path."""
     version = TORCH_VERSIONS[0]
     packages = discover_packages()
-    env = SanitizedEnv(session, version).ensure(all_requirements(packages))
-    env.install_packages(packages)
-    suites = [
-        str(p.root / "tests")
-        for p in packages
-        if p.name not in env.skipped and (p.root / "tests").is_dir()
-    ]
-    suites += [
-        str(ROOT / "tests" / "test_properties.py"),
-        str(ROOT / "tests" / "test_robustness.py"),
-    ]
-    log_dir = env.path / "sanitizer-logs"
-    shutil.rmtree(log_dir, ignore_errors=True)
-    log_dir.mkdir()
-    run_env = {
-        **env.run_env(log_dir),
-        "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items()),
-    }
-    pytest = [env.python, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not slow"]
-    try:
-        env.run(*pytest, *suites, *session.posargs, env=run_env)
-        # The same ops on the CPU paths this machine does not pick by itself: the AVX2
-        # loops (warp_perspective) and the portable ones (warp_perspective, add_ext's
-        # float16).
-        for level, ops in PORTABLE_LEVELS:
-            session.log(f"sanitize: {ops} with {level}")
-            env.run(
-                *pytest,
-                str(ROOT / "tests" / "test_properties.py"),
-                "-k",
-                ops,
-                *session.posargs,
-                env={**run_env, **level},
-            )
-    finally:
-        for log in sorted(log_dir.iterdir()):
-            session.log(f"{log.name}:\n{log.read_text(errors='replace')}")
-    session.log(f"{env.summary()}; no sanitizer report")
+    with reported(session) as report:
+        env = SanitizedEnv(session, version)
+        report.envs.append(env)
+        with locked(env.path.name):
+            env.ensure(all_requirements(packages))
+            # From source, the stable-ABI packages too: a sanitized build is never a wheel.
+            env.install_packages(packages)
+        suites = [
+            str(p.root / "tests")
+            for p in packages
+            if p.name not in env.skipped and (p.root / "tests").is_dir()
+        ]
+        suites += [
+            str(ROOT / "tests" / "test_properties.py"),
+            str(ROOT / "tests" / "test_robustness.py"),
+        ]
+        log_dir = env.path / "sanitizer-logs"
+        shutil.rmtree(log_dir, ignore_errors=True)
+        log_dir.mkdir()
+        run_env = {
+            **env.run_env(log_dir),
+            "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items()),
+        }
+        # No xdist here: a worker that ASan aborts would be restarted, and its report lost.
+        pytest = ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not slow"]
+        try:
+            report.pytest(env, *pytest, *suites, *session.posargs, env=run_env)
+            # The same ops on the CPU paths this machine does not pick by itself: the AVX2
+            # loops (warp_perspective) and the portable ones (warp_perspective, add_ext's
+            # float16).
+            for level, ops in PORTABLE_LEVELS:
+                session.log(f"sanitize: {ops} with {level}")
+                report.pytest(
+                    env,
+                    *pytest,
+                    str(ROOT / "tests" / "test_properties.py"),
+                    "-k",
+                    ops,
+                    *session.posargs,
+                    env={**run_env, **level},
+                )
+        finally:
+            for log in sorted(log_dir.iterdir()):
+                session.log(f"{log.name}:\n{log.read_text(errors='replace')}")
+        session.log(f"{env.summary()}; no sanitizer report")
 
 
 # (environment, the property tests of the ops it changes)
@@ -493,8 +793,10 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def build(session: nox.Session) -> None:
-    """Wheels and sdists of every package, per torch version, into dist/torch-<version>/; a
-    stable-ABI package's once, into dist/stable/."""
+    """Wheels and sdists of every package into dist/torch-<version>/, a stable-ABI one's into dist/stable/.
+
+    A stable-ABI package's wheel is its one wheel of .nox/wheels (built once, under its
+    builder torch)."""
     if os.environ.get("SANITIZE", "").strip():
         session.error("SANITIZE is set: sanitizer builds are for nox -s sanitize, not for wheels")
     versions = session.posargs or TORCH_VERSIONS
@@ -513,6 +815,10 @@ def build(session: nox.Session) -> None:
                     continue
                 target = ROOT / "dist" / "stable"
                 target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(stable_wheel(session, package), target)
+                with session.chdir(package.root):
+                    env.run(env.python, "setup.py", "-q", "sdist", "-d", str(target))
+                continue
             env.pip(
                 "wheel",
                 "-q",
@@ -554,58 +860,36 @@ def _library_digests(env: TorchEnv, package: str) -> dict[str, str]:
     return json.loads(str(out).strip().splitlines()[-1])
 
 
-@nox.session(venv_backend="none", default=False)
-def abi(session: nox.Session) -> None:
-    """Each stable-ABI package's wheel, built once under the oldest torch, tested under every torch."""
+def _wheel_library_digests(wheel: Path) -> dict[str, str]:
+    """sha256 of each shared library in the wheel, by file name."""
     import zipfile
 
+    with zipfile.ZipFile(wheel) as archive:
+        return {
+            Path(name).name: hashlib.sha256(archive.read(name)).hexdigest()
+            for name in archive.namelist()
+            if name.endswith(".so")
+        }
+
+
+@nox.session(venv_backend="none", default=False)
+def abi(session: nox.Session) -> None:
+    """Each stable-ABI package's one wheel, built once, run through its tests under every torch."""
     packages = discover_packages()
     stable = [p for p in packages if p.abi == "stable"]
     if not stable:
         session.error('no package sets [tool.shared_build] abi = "stable"')
-    requirements = all_requirements(packages)
-    for package in stable:
-        builder_version = stable_builder_version(package)
-        builder = TorchEnv(session, builder_version).ensure(requirements)
-        builder.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
-        out = ROOT / "dist" / "abi" / package.name
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        start = time.perf_counter()
-        builder.pip(
-            "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(out), str(package.root),
-            env=build_env(),
-        )  # fmt: skip
-        (wheel,) = out.glob(f"{package.name}-*.whl")
-        session.log(
-            f"{package.name}: {wheel.name} built under torch {builder_version} "
-            f"in {time.perf_counter() - start:.0f} s"
-        )
-        with zipfile.ZipFile(wheel) as archive:
-            shipped = {
-                Path(name).name: hashlib.sha256(archive.read(name)).hexdigest()
-                for name in archive.namelist()
-                if name.endswith(".so")
-            }
-        # Every other torch of the matrix, older ones too: a wheel built under 2.14.1 (for its
-        # CUDA library) still targets 2.13 and must import under the CPU-only 2.13.0.
+    with reported(session) as report:
         for version in SUPPORTED_TORCH:
-            if version == builder_version:
-                continue
-            env = TorchEnv(session, version).ensure(requirements)
-            env.install("shared_build", SHARED_BUILD, hash_roots=(SHARED_BUILD,))
-            # The wheel file itself, not the source: pip cannot rebuild anything.
-            env.pip("install", "-q", "--no-deps", "--force-reinstall", str(wheel))
-            # The tests session rebuilds its own copy next time it runs here.
-            env.stamp(package.name).unlink(missing_ok=True)
-            installed = _library_digests(env, package.name)
-            if installed != shipped:
-                session.error(
-                    f"{package.name} under torch {version}: the installed libraries "
-                    f"{sorted(installed)} are not the wheel's {sorted(shipped)} (rebuilt?)"
+            # Every environment installs the wheel file itself (prepared_env checks that
+            # its libraries are the wheel's, byte for byte): pip cannot rebuild anything.
+            env, _ = prepared_env(session, version)
+            report.envs.append(env)
+            for package in stable:
+                report.pytest(env, str(package.root / "tests"), *session.posargs)
+                session.log(
+                    f"{package.name}: the stable wheel passed its tests under torch {version}"
                 )
-            env.run(env.python, "-m", "pytest", str(package.root / "tests"), *session.posargs)
-            session.log(f"{package.name}: {wheel.name} passed its tests under torch {version}")
 
 
 # The last commit at which each stable-ABI package was built on the full ABI: the same op
@@ -615,9 +899,10 @@ FULL_ABI_REFS = {"gc_cpp": "4a05573", "warp_perspective": "d503bfb"}
 
 @nox.session(venv_backend="none", default=False)
 def abi_overhead(session: nox.Session) -> None:
-    """Per-call cost of each stable-ABI op against a full-ABI build of the same op (its last
-    full-ABI commit, from git), side by side under the oldest torch, one thread; a table in
-    benchmarks/results/abi_overhead.md."""
+    """Per-call cost of each stable-ABI op against its last full-ABI build, one thread.
+
+    The full-ABI build is the package's last full-ABI commit, from git; both run side by
+    side under the oldest torch; the table goes to benchmarks/results/abi_overhead.md."""
     import subprocess
     import tempfile
 

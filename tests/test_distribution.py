@@ -8,7 +8,9 @@ add_ext stands for every package: they share setup.py, shared_build and the sdis
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -34,6 +36,10 @@ CHECK = textwrap.dedent(
 REBUILD_COMMAND = "from add_ext import _build_info as b; print(b.rebuild_command(b.BUILD_INFO))"
 
 pytestmark = [pytest.mark.slow, pytest.mark.once]
+# nox names the wheels it built here and how it installs (noxfile.pytest_env); without
+# nox, the wheel is built here and the clean environment uses pip.
+NOX_WHEELS = json.loads(os.environ.get("REPO_WHEELS") or "{}")
+NOX_INSTALLER = json.loads(os.environ.get("REPO_INSTALLER") or "[]")
 
 
 def run(
@@ -46,10 +52,16 @@ def run(
 def artifacts(tmp_path_factory) -> dict[str, Path]:
     """The wheel (built in this environment) and the sdist of add_ext."""
     out = tmp_path_factory.mktemp("dist")
-    run(
-        sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
-        "-w", str(out), str(PACKAGE),
-    )  # fmt: skip
+    if "add_ext" in NOX_WHEELS:
+        # The wheel nox built and installed in this environment: the same package is not
+        # compiled twice in one run.
+        shutil.copy(NOX_WHEELS["add_ext"], out)
+    else:
+        built = run(
+            sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+            "-w", str(out), str(PACKAGE), check=False,
+        )  # fmt: skip
+        assert built.returncode == 0, (built.stdout + built.stderr)[-4000:]
     run(sys.executable, "setup.py", "-q", "sdist", "-d", str(out), cwd=PACKAGE)
     (wheel,) = out.glob("add_ext-*.whl")
     (sdist,) = out.glob("add_ext-*.tar.gz")
@@ -63,17 +75,13 @@ def clean_env(tmp_path_factory) -> Path:
     venv.create(path, with_pip=True)
     python = path / "bin" / "python"
     version = torch.__version__.split("+")[0]
-    run(
-        str(python),
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        f"torch=={version}",
-        "setuptools>=70.1",
-        "ninja",
-        "packaging",
-    )
+    requirements = [f"torch=={version}", "setuptools>=70.1", "ninja", "packaging"]
+    if NOX_INSTALLER:
+        # nox's installer (uv) takes torch from its cache, the very file this environment
+        # was made from: a CUDA torch is GBs, not to be downloaded twice in one run.
+        run(*NOX_INSTALLER, "-q", "--python", str(python), *requirements)
+    else:
+        run(str(python), "-m", "pip", "install", "-q", *requirements)
     installed = run(str(python), "-c", "import torch; print(torch.__version__)").stdout.strip()
     assert installed == torch.__version__, "the clean environment must have the same torch build"
     return python

@@ -54,6 +54,25 @@ def test_examples_are_discovered() -> None:
         assert (example.folder / "README.md").is_file(), f"{example.name} has no README.md"
 
 
+# What an example must print beyond passing, and the files it must leave in its
+# EXAMPLE_WORKDIR (path, first characters). Each example runs once per torch version, here
+# only: a package's own suite does not run the same run.sh again.
+EXPECTED_OUTPUT = {
+    # The C++ apps built with CMake against the installed torch run the TorchScript model
+    # and the AOTInductor package of warp_perspective, with the same results as Python's.
+    "05_torchscript_cpp": [
+        "warp_perspective::warp_perspective registered: yes",
+        "python_output.pt: identical",
+        "cpp_output.pt: identical",
+        "cpp_aoti_output.pt: identical",
+        "AOTInductor and TorchScript: equal",
+    ],
+    # The GCN built from gc_cpp.GraphConv learns the karate club split.
+    "09_gcn_karate": ["accuracy on the 30 unlabelled members: 0.9"],
+}
+EXPECTED_FILES = {"09_gcn_karate": {"karate_predictions.csv": "member,faction"}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_example_runs(example, tmp_path: Path) -> None:
@@ -61,11 +80,17 @@ def test_example_runs(example, tmp_path: Path) -> None:
     if reason:
         pytest.skip(f"{example.name}: {reason}")
     proc = _run(
-        example.name, "--workdir-root", str(tmp_path), timeout=run_all.DEFAULT_TIMEOUT_S + 60
-    )
+        example.name, "--keep", "--workdir-root", str(tmp_path),
+        timeout=run_all.DEFAULT_TIMEOUT_S + 60,
+    )  # fmt: skip
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"{example.name} failed:\n{_tail(output)}"
     assert "1 passed, 0 failed, 0 skipped" in output, _tail(output)
+    for line in EXPECTED_OUTPUT.get(example.name, []):
+        assert line in proc.stdout, f"{example.name} did not print {line!r}:\n{_tail(output)}"
+    (workdir,) = tmp_path.glob(f"{example.name}-*")
+    for name, start in EXPECTED_FILES.get(example.name, {}).items():
+        assert (workdir / name).read_text().startswith(start), name
 
 
 # The runner itself, on examples made here.

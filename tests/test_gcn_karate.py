@@ -1,12 +1,10 @@
-"""examples/09_gcn_karate: the GCN built from gc_cpp.GraphConv learns the karate club split."""
+"""examples/09_gcn_karate: the GCN built from gc_cpp.GraphConv learns the karate club split
+(its run.sh runs in tests/test_examples.py)."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -54,17 +52,3 @@ def test_labelled_members_are_the_faction_leaders_first():
     example = load_example()
     _, _, labels, graph = example.karate_club("dense")
     assert example.labelled_nodes(graph, labels, 1).tolist() == [0, 33]
-
-
-@pytest.mark.slow
-def test_run_sh(tmp_path):
-    env = {
-        **os.environ,
-        "EXAMPLE_WORKDIR": str(tmp_path),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    done = subprocess.run(
-        ["bash", str(EXAMPLE / "run.sh")], env=env, capture_output=True, text=True, check=True
-    )
-    assert "accuracy on the 30 unlabelled members: 0.9" in done.stdout, done.stdout
-    assert (tmp_path / "karate_predictions.csv").read_text().startswith("member,faction")

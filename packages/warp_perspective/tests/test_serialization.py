@@ -1,11 +1,10 @@
 """warp_perspective outside eager Python: TorchScript saved and run in a fresh process that
-loads only the op library, the C++ program of examples/05_torchscript_cpp, an AOTInductor
-package, and a build without OpenCV."""
+loads only the op library, an AOTInductor package, and a build without OpenCV. The C++
+programs of examples/05_torchscript_cpp run in tests/test_examples.py."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,9 +19,6 @@ import warp_perspective
 # TorchScript is deprecated from torch 2.14 on (torch.export + AOTInductor replace it) but
 # still runs, and these tests are about it.
 pytestmark = pytest.mark.filterwarnings("ignore:.*torch.jit.*deprecated")
-
-REPO = Path(__file__).resolve().parents[3]
-EXAMPLE = REPO / "examples" / "05_torchscript_cpp"
 
 
 def _fresh_python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
@@ -112,30 +108,6 @@ def test_loading_without_the_library_names_the_op(tmp_path):
     )
     assert proc.returncode != 0
     assert "warp_perspective::warp_perspective" in proc.stderr
-
-
-@pytest.mark.slow
-def test_cpp_app(tmp_path):
-    """examples/05_torchscript_cpp: C++ apps built with CMake against the installed torch run
-    the TorchScript model and the AOTInductor package; same results as Python's."""
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake is not installed")
-    if not (EXAMPLE / "run.sh").is_file():
-        pytest.skip(f"{EXAMPLE} is not here (tests run outside the repository)")
-    env = {
-        **os.environ,
-        "EXAMPLE_WORKDIR": str(tmp_path),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    proc = subprocess.run(
-        ["bash", str(EXAMPLE / "run.sh")], capture_output=True, text=True, env=env, timeout=900
-    )
-    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    assert "warp_perspective::warp_perspective registered: yes" in proc.stdout
-    assert "python_output.pt: identical" in proc.stdout
-    assert "cpp_output.pt: identical" in proc.stdout
-    assert "cpp_aoti_output.pt: identical" in proc.stdout
-    assert "AOTInductor and TorchScript: equal" in proc.stdout
 
 
 @pytest.mark.slow

@@ -297,7 +297,8 @@ class TorchEnv:
         """pip install --no-build-isolation path, unless nothing it depends on changed."""
         digest = tree_hash(*hash_roots, extra=self.knobs())
         stamp = self.stamp(name)
-        if stamp.exists() and stamp.read_text() == digest:
+        kept = name == "shared_build" or any((self.wheels_dir / name).glob("*.whl"))
+        if kept and stamp.exists() and stamp.read_text() == digest:
             self.session.log(f"{name}: unchanged since its last build here, not rebuilt")
             self.built.append(name)
             return
@@ -399,6 +400,10 @@ def build_env() -> dict[str, str]:
     }
 
 
+# Seconds each stable-ABI wheel took to build in this nox process, for the session's Report.
+STABLE_BUILD_SECONDS: dict[str, float] = {}
+
+
 def stable_wheel(session: nox.Session, package: Package) -> Path:
     """The stable-ABI package's one wheel: built under its builder torch (the oldest of the
     matrix that can build it) the first time its sources, shared_build or a knob change, and
@@ -423,9 +428,11 @@ def stable_wheel(session: nox.Session, package: Package) -> Path:
             )  # fmt: skip
             tmp.rename(out)
         (wheel,) = out.glob(f"{package.name}-*.whl")
+        seconds = time.perf_counter() - start
+        STABLE_BUILD_SECONDS[f"{package.name} (stable wheel) @ {version}"] = seconds
         session.log(
-            f"{package.name}: {wheel.name} built under torch {version} in "
-            f"{time.perf_counter() - start:.0f} s, for every torch of the matrix"
+            f"{package.name}: {wheel.name} built under torch {version} in {seconds:.0f} s, "
+            "for every torch of the matrix"
         )
         return wheel
 
@@ -526,6 +533,7 @@ class Report:
             for name, seconds in env.build_seconds.items()
             if name != "shared_build"
         }
+        builds.update({name: round(seconds, 1) for name, seconds in STABLE_BUILD_SECONDS.items()})
         record = {
             "session": self.name,
             "status": status,
@@ -579,6 +587,10 @@ def pytest_env(env: TorchEnv) -> dict[str, str]:
         # How nox installs: a clean environment of a test takes torch from uv's cache, the
         # file nox's environment was made from, instead of downloading it again.
         "REPO_INSTALLER": json.dumps(installer if UV else []),
+        # Inductor compiles the tests' small graphs in the test process: a pool of compile
+        # workers (each importing torch) costs more CPU than it saves at this size, in every
+        # xdist worker. The generated code is the same either way.
+        "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
     }
 
 
@@ -716,8 +728,9 @@ def sanitize(session: nox.Session) -> None:
             **env.run_env(log_dir),
             "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items()),
         }
-        # No xdist here: a worker that ASan aborts would be restarted, and its report lost.
-        pytest = ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not slow"]
+        # Under xdist a worker that a sanitizer aborts fails its test ("worker crashed"),
+        # and the sanitizer's report is in log_dir, printed below.
+        pytest = ["-p", "no:cacheprovider", *pytest_workers(), "-m", "not slow"]
         try:
             report.pytest(env, *pytest, *suites, *session.posargs, env=run_env)
             # The same ops on the CPU paths this machine does not pick by itself: the AVX2
@@ -819,16 +832,8 @@ def build(session: nox.Session) -> None:
                 with session.chdir(package.root):
                     env.run(env.python, "setup.py", "-q", "sdist", "-d", str(target))
                 continue
-            env.pip(
-                "wheel",
-                "-q",
-                "--no-build-isolation",
-                "--no-deps",
-                "-w",
-                str(target),
-                str(package.root),
-                env=build_env(),
-            )
+            # The wheel prepared_env built and installed here: not compiled again.
+            shutil.copy2(env.wheels()[package.name], target)
             with session.chdir(package.root):
                 env.run(env.python, "setup.py", "-q", "sdist", "-d", str(target))
         session.log(f"{env.summary()}; wheels and sdists in {out.relative_to(ROOT)}")

@@ -114,8 +114,12 @@ def test_wheel_installs_and_imports_in_a_clean_env(artifacts, clean_env):
     run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "add_ext")
 
 
-def test_sdist_builds_without_the_repository(artifacts, clean_env):
-    """The sdist carries shared_build: it builds from a folder with no repository around it.
+def test_sdist_builds_without_the_repository(artifacts, clean_env, tmp_path):
+    """The sdist carries shared_build: it builds from a folder with no repository around it,
+    and its own tests pass from the extracted sdist against that install: add_ext stands for
+    the packages whose tests/conftest.py takes the cuda/slow markers and the CUDA skip from
+    the vendored shared_build.testing (without them its cuda-marked tests fail on a machine
+    with no GPU). One build of the sdist serves both checks.
 
     One GPU architecture is enough to prove it (the package installs of the test session
     build the default list): 1 minute instead of 3 on the 2-core CI machine."""
@@ -131,7 +135,34 @@ def test_sdist_builds_without_the_repository(artifacts, clean_env):
     # command must name the sdist, not the bare name that no index serves.
     command = run(str(clean_env), "-c", REBUILD_COMMAND, cwd=clean_env.parent).stdout.strip()
     assert command.endswith(f"--force-reinstall --no-deps {artifacts['sdist']}"), command
+    _extracted_tests_pass(clean_env, _extract(artifacts["sdist"], tmp_path, "add_ext"), "add_ext")
     run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "add_ext")
+
+
+def _extract(sdist: Path, into: Path, name: str) -> Path:
+    """The sdist's folder, extracted into `into`."""
+    with tarfile.open(sdist) as archive:
+        archive.extractall(into, filter="data")
+    (source,) = into.glob(f"{name}-*/")
+    return source
+
+
+def _extracted_tests_pass(clean_env: Path, source: Path, name: str) -> None:
+    """The package's test dependencies installed, its tests pass from the extracted sdist
+    folder against the installed package."""
+    test_requires = tomllib.loads((ROOT / "packages" / name / "pyproject.toml").read_text())[
+        "project"
+    ]["optional-dependencies"]["test"]
+    run(str(clean_env), "-m", "pip", "install", "-q", *test_requires)
+    # From the extracted folder, as its user would: no repository conftest.py above it.
+    result = run(
+        str(clean_env), "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider",
+        "--strict-markers", "tests", cwd=source, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert " passed" in result.stdout
+    if not torch.cuda.is_available():
+        assert " skipped" in result.stdout, result.stdout[-3000:]
 
 
 def test_isolated_build_says_to_use_no_build_isolation(clean_env):
@@ -145,33 +176,21 @@ def test_isolated_build_says_to_use_no_build_isolation(clean_env):
     assert "pip install --no-build-isolation" in output
 
 
-@pytest.mark.parametrize("name", ["lltm_cpu", "add_ext"])
-def test_sdist_tests_run_alone(tmp_path, clean_env, name):
-    """An extracted sdist's tests run with only the package and its test dependencies
-    installed: lltm_cpu's suite is one source with lltm_cuda's (lltm_common/), which the
-    sdist vendors, as it vendors shared_build; add_ext stands for the packages whose
-    tests/conftest.py takes the cuda/slow markers and the CUDA skip from the vendored
-    shared_build.testing (without them its cuda-marked tests fail on a machine with no GPU)."""
-    package = ROOT / "packages" / name
-    run(sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path), cwd=package)
+def test_sdist_tests_run_alone(tmp_path, clean_env):
+    """An extracted sdist installs from its folder and its tests run with only the package
+    and its test dependencies installed: lltm_cpu's suite is one source with lltm_cuda's
+    (lltm_common/), which the sdist vendors, as it vendors shared_build. (add_ext's
+    extracted tests run in test_sdist_builds_without_the_repository.)"""
+    name = "lltm_cpu"
+    run(
+        sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path), cwd=ROOT / "packages" / name
+    )
     (sdist,) = tmp_path.glob(f"{name}-*.tar.gz")
-    with tarfile.open(sdist) as archive:
-        archive.extractall(tmp_path, filter="data")
-    (source,) = tmp_path.glob(f"{name}-*/")
-    test_requires = tomllib.loads((package / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]["test"]
-    pip = (str(clean_env), "-m", "pip", "install", "-q")
-    run(*pip, *test_requires)
-    result = run(*pip, "--no-build-isolation", "--no-deps", str(source), check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    # From the extracted folder, as its user would: no repository conftest.py above it.
+    source = _extract(sdist, tmp_path, name)
     result = run(
-        str(clean_env), "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider",
-        "--strict-markers", "tests", cwd=source, check=False,
+        str(clean_env), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", str(source),
+        check=False,
     )  # fmt: skip
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    assert " passed" in result.stdout
-    if not torch.cuda.is_available():
-        assert " skipped" in result.stdout, result.stdout[-3000:]
+    assert result.returncode == 0, result.stderr[-3000:]
+    _extracted_tests_pass(clean_env, source, name)
     run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", name)

@@ -561,22 +561,30 @@ def reported(session: nox.Session):
         report.write(status)
 
 
-def test_suites(env: TorchEnv, packages: list[Package]) -> list[str]:
-    """shared_build's tests, every package's built here, the cross-package tests."""
-    suites = [str(SHARED_BUILD / "tests")]
-    suites += [
+def package_suites(env: TorchEnv, packages: list[Package]) -> list[str]:
+    """The tests/ folder of every package built here."""
+    return [
         str(p.root / "tests")
         for p in packages
         if p.name not in env.skipped and (p.root / "tests").is_dir()
     ]
-    return [*suites, str(ROOT / "tests")]
+
+
+def skipped_env(env: TorchEnv) -> dict[str, str]:
+    """REPO_SKIPPED_PACKAGES: the packages this torch could not build, and why."""
+    return {"REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items())}
+
+
+def test_suites(env: TorchEnv, packages: list[Package]) -> list[str]:
+    """shared_build's tests, every package's built here, the cross-package tests."""
+    return [str(SHARED_BUILD / "tests"), *package_suites(env, packages), str(ROOT / "tests")]
 
 
 def pytest_env(env: TorchEnv) -> dict[str, str]:
     """What the test suites learn from nox."""
     installer = [UV, "pip", "install", "--index-strategy", "unsafe-best-match", *_pip_sources()]
     return {
-        "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items()),
+        **skipped_env(env),
         # The once-marked tests (sdists, the build journey, scaffolding: pip, setuptools and
         # shared_build with small packages) do not depend on torch's version; they run under
         # the newest torch of the run, the one a new user gets, and skip under the others.
@@ -712,11 +720,7 @@ def sanitize(session: nox.Session) -> None:
             env.ensure(all_requirements(packages))
             # From source, the stable-ABI packages too: a sanitized build is never a wheel.
             env.install_packages(packages)
-        suites = [
-            str(p.root / "tests")
-            for p in packages
-            if p.name not in env.skipped and (p.root / "tests").is_dir()
-        ]
+        suites = package_suites(env, packages)
         suites += [
             str(ROOT / "tests" / "test_properties.py"),
             str(ROOT / "tests" / "test_robustness.py"),
@@ -724,10 +728,7 @@ def sanitize(session: nox.Session) -> None:
         log_dir = env.path / "sanitizer-logs"
         shutil.rmtree(log_dir, ignore_errors=True)
         log_dir.mkdir()
-        run_env = {
-            **env.run_env(log_dir),
-            "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in env.skipped.items()),
-        }
+        run_env = {**env.run_env(log_dir), **skipped_env(env)}
         # Under xdist a worker that a sanitizer aborts fails its test ("worker crashed"),
         # and the sanitizer's report is in log_dir, printed below.
         pytest = ["-p", "no:cacheprovider", *pytest_workers(), "-m", "not slow"]

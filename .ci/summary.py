@@ -15,24 +15,15 @@ import sys
 from pathlib import Path
 
 
-def slug(session: str) -> str:
-    """The report's file name for a session name, as noxfile.Report makes it."""
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in session).strip("_")
-
-
 def load(folder: Path, sessions: list[str]) -> tuple[list[dict], list[str]]:
     """The reports of the named sessions (all when none is named), and those missing."""
+    reports = {}
+    for path in sorted(folder.glob("*.json")):
+        record = json.loads(path.read_text())
+        reports[record["session"]] = record
     if not sessions:
-        paths = sorted(folder.glob("*.json"))
-        return [json.loads(p.read_text()) for p in paths], []
-    found, missing = [], []
-    for session in sessions:
-        path = folder / f"{slug(session)}.json"
-        if path.is_file():
-            found.append(json.loads(path.read_text()))
-        else:
-            missing.append(session)
-    return found, missing
+        return list(reports.values()), []
+    return [reports[s] for s in sessions if s in reports], [s for s in sessions if s not in reports]
 
 
 def table(reports: list[dict], missing: list[str]) -> list[str]:

@@ -57,6 +57,7 @@ TORCH_VERSIONS = [
 # Build knobs (see shared_build): a change of any of them rebuilds every package.
 BUILD_KNOBS = (
     "SHARED_BUILD_DIR",
+    "SHARED_BUILD_STABLE_TARGET",
     "USE_CUDA",
     "FORCE_CUDA",
     "CUDA_HOME",
@@ -81,7 +82,7 @@ LOCKS_DIR = ROOT / ".nox" / "locks"
 # Each session's wall time and test counts, for CI's closing table (.ci/summary.py).
 REPORTS_DIR = ROOT / ".nox" / "reports"
 BASE_REQUIREMENTS = [
-    "setuptools>=70.1", "ninja", "packaging", "pytest", "pytest-xdist", "numpy", "hatchling",
+    "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist", "numpy", "hatchling",
 ]  # fmt: skip
 _HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}
 

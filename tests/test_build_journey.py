@@ -48,7 +48,7 @@ def make_package(tmp_path: Path, source: str = "") -> Path:
         textwrap.dedent(
             """
             [build-system]
-            requires = ["setuptools>=70.1", "ninja"]
+            requires = ["setuptools>=77", "ninja"]
             build-backend = "setuptools.build_meta"
 
             [project]
@@ -142,7 +142,7 @@ def no_torch_python(tmp_path_factory) -> tuple[Path, Path]:
     wheelhouse = base / "wheelhouse"
     download = run(
         sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheelhouse),
-        "setuptools>=70.1", "ninja",
+        "setuptools>=77", "ninja",
     )  # fmt: skip
     assert download.returncode == 0, download.stderr[-3000:]
     venv.create(base / "venv", with_pip=True)
@@ -193,7 +193,7 @@ def test_sdist_builds_through_the_hooks_without_torch(tmp_path, no_torch_python)
     python, wheelhouse = no_torch_python
     tools = run(
         str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse),
-        "setuptools>=70.1", "ninja", env=offline_env(),
+        "setuptools>=77", "ninja", env=offline_env(),
     )  # fmt: skip
     assert tools.returncode == 0, tools.stderr[-3000:]
     assert run(str(python), "-c", "import torch").returncode != 0

@@ -75,7 +75,7 @@ def clean_env(tmp_path_factory) -> Path:
     venv.create(path, with_pip=True)
     python = path / "bin" / "python"
     version = torch.__version__.split("+")[0]
-    requirements = [f"torch=={version}", "setuptools>=70.1", "ninja", "packaging"]
+    requirements = [f"torch=={version}", "setuptools>=77", "ninja", "packaging"]
     if NOX_INSTALLER:
         # nox's installer (uv) takes torch from its cache, the very file this environment
         # was made from: a CUDA torch is GBs, not to be downloaded twice in one run.

@@ -12,6 +12,7 @@
 // conversions) through the stable dispatcher, so a C++ caller that bypasses
 // ops.py gets ATen's error for bad input, never a crash.
 #include <shared_build/python_module.h>
+#include <shared_build/stable_compat.h>
 
 #include "gc_cpp.h"
 
@@ -19,25 +20,24 @@ SHARED_BUILD_PYTHON_MODULE(
     "gc_cpp: graph convolution adj @ x @ weight + bias as PyTorch custom ops")
 
 STABLE_TORCH_LIBRARY(gc_cpp, m) {
-  using torch::headeronly::Tag;
-  m.def(
+  shared_build::def_pt2_compliant(
+      m,
       "graph_conv(Tensor adj, Tensor x, Tensor weight, Tensor? bias=None) -> "
-      "Tensor",
-      {Tag::pt2_compliant_tag});
+      "Tensor");
   // graph_conv's forward as its autograd kernel (ops.py) needs it: the output
   // and the intermediate product the chosen order made (x @ weight or
   // adj @ x), which backward reuses instead of recomputing.
-  m.def(
+  shared_build::def_pt2_compliant(
+      m,
       "_graph_conv_forward(Tensor adj, Tensor x, Tensor weight, Tensor? "
-      "bias=None) -> (Tensor, Tensor)",
-      {Tag::pt2_compliant_tag});
+      "bias=None) -> (Tensor, Tensor)");
   // The seed's gc_backward: the gradient w.r.t. weight, (adj @ x).T @ grad.
-  m.def("weight_grad(Tensor adj, Tensor x, Tensor grad) -> Tensor",
-        {Tag::pt2_compliant_tag});
+  shared_build::def_pt2_compliant(
+      m, "weight_grad(Tensor adj, Tensor x, Tensor grad) -> Tensor");
   // The transpose of a CSR matrix as CSR (crow, col, values); the row indices
   // of the result are sorted within each row.
-  m.def(
+  shared_build::def_pt2_compliant(
+      m,
       "_csr_transpose(Tensor crow_indices, Tensor col_indices, Tensor values, "
-      "int num_cols) -> (Tensor, Tensor, Tensor)",
-      {Tag::pt2_compliant_tag});
+      "int num_cols) -> (Tensor, Tensor, Tensor)");
 }

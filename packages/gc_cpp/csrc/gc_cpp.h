@@ -3,6 +3,7 @@
 // the C shim, so one build loads under every torch from 2.13 on.
 #pragma once
 
+#include <shared_build/stable_compat.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
@@ -61,7 +62,7 @@ template <size_t N>
 void call_aten(const char* name,
                const char* overload,
                std::array<StableIValue, N>& stack) {
-  STABLE_TORCH_ERROR_CODE_CHECK(
+  SHARED_BUILD_SHIM_CHECK(
       torch_call_dispatcher(name, overload, stack.data(), TORCH_ABI_VERSION));
 }
 

@@ -41,7 +41,7 @@ Tensor transposed(const Tensor& a) {
   const std::array<int64_t, 2> sizes{a.size(1), a.size(0)};
   const std::array<int64_t, 2> strides{a.stride(1), a.stride(0)};
   AtenTensorHandle view = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch__reinterpret_tensor(
+  SHARED_BUILD_SHIM_CHECK(aoti_torch__reinterpret_tensor(
       a.get(), 2, sizes.data(), strides.data(), /*storage_offset=*/0, &view));
   return Tensor(view);
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
 import warnings
 
@@ -896,8 +897,22 @@ def _libraries(package_dir):
 
 
 def test_built_on_the_stable_abi():
+    # 2.13 (the release wheel's target) unless this run built it for an older torch on
+    # purpose (.ci/gpu_check.sh under the GPU machine's torch 2.11).
     assert gc_cpp.BUILD_INFO["abi"] == "stable"
-    assert gc_cpp.BUILD_INFO["torch_target"] == "2.13"
+    assert gc_cpp.BUILD_INFO["torch_target"] == (
+        os.environ.get("SHARED_BUILD_STABLE_TARGET") or "2.13"
+    )
+
+
+def test_ops_are_tagged_pt2_compliant():
+    # Op tags through the stable API arrived in torch 2.12 (stable_compat.h): the release
+    # wheel (target 2.13) tags its ops; a build for torch 2.11 cannot.
+    tags = torch.ops.gc_cpp.graph_conv.default.tags
+    if gc_cpp.BUILD_INFO["torch_target"] >= "2.12":
+        assert torch.Tag.pt2_compliant_tag in tags
+    else:
+        assert torch.Tag.pt2_compliant_tag not in tags
 
 
 def test_libraries_import_no_unstable_symbols():

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include <shared_build/stable_compat.h>
+
 #include "checks.h"
 
 namespace {
@@ -32,17 +34,16 @@ std::string build_config() {
 }  // namespace
 
 STABLE_TORCH_LIBRARY(warp_perspective, m) {
-  using torch::headeronly::Tag;
-  m.def(
+  shared_build::def_pt2_compliant(
+      m,
       "warp_perspective(Tensor image, Tensor warp, SymInt[]? dsize=None, "
-      "str interpolation=\"bilinear\", str padding_mode=\"zeros\") -> Tensor",
-      {Tag::pt2_compliant_tag});
+      "str interpolation=\"bilinear\", str padding_mode=\"zeros\") -> Tensor");
   // The adjoint of the forward's sampling, a linear map of grad_output:
   // scatters each output pixel's gradient to the taps it was read from.
-  m.def(
+  shared_build::def_pt2_compliant(
+      m,
       "warp_perspective_backward(Tensor grad_output, Tensor warp, "
-      "SymInt[] image_size, str interpolation, str padding_mode) -> Tensor",
-      {Tag::pt2_compliant_tag});
+      "SymInt[] image_size, str interpolation, str padding_mode) -> Tensor");
   // The built-in CPU kernel and the OpenCV one whatever the build's default,
   // for warp_perspective(..., backend=...) and the tests and benchmarks. The
   // OpenCV op raises in a build without OpenCV. Not part of the API: call the

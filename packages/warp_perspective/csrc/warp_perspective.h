@@ -8,6 +8,7 @@
 // symbolic sizes.
 #pragma once
 
+#include <shared_build/stable_compat.h>
 #include <shared_build/stable_string.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>

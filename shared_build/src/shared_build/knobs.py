@@ -60,6 +60,54 @@ def use_cuda_mode(env: Mapping[str, str]) -> str:
     return mode
 
 
+# The oldest torch whose stable-ABI headers compile our stable packages: 2.11 lacks op tags
+# (2.12) and STABLE_TORCH_ERROR_CODE_CHECK (2.13); include/shared_build/stable_compat.h
+# bridges both. 2.10 is not tried.
+OLDEST_STABLE_TARGET = "2.11"
+
+
+def stable_target(env: Mapping[str, str], default: str, torch_version: str) -> str:
+    """The torch release a stable-ABI build targets (TORCH_TARGET_VERSION).
+
+    ``default`` (STABLE_TARGET, what release wheels target) unless
+    SHARED_BUILD_STABLE_TARGET names an older release, for a build under an older torch
+    that cannot be replaced (a GPU machine's torch 2.11): that build loads on its target and
+    every newer torch, and its ops carry no tags below 2.12.
+    """
+    from packaging.version import InvalidVersion, Version
+
+    raw = env.get("SHARED_BUILD_STABLE_TARGET", "").strip()
+    target = raw or default
+    try:
+        parsed = Version(target)
+    except InvalidVersion:
+        parsed = None
+    if parsed is None or len(parsed.release) != 2 or str(parsed) != target:
+        raise BuildError(
+            f"SHARED_BUILD_STABLE_TARGET={raw!r} is not a torch release such as "
+            f"{OLDEST_STABLE_TARGET}; leave it unset to target {default}"
+        )
+    if not Version(OLDEST_STABLE_TARGET) <= parsed <= Version(default):
+        raise BuildError(
+            f"SHARED_BUILD_STABLE_TARGET={raw} is outside what the stable-ABI packages build "
+            f"for: {OLDEST_STABLE_TARGET} to {default}"
+        )
+    installed = Version(Version(torch_version).base_version)
+    if installed < parsed:
+        hint = (
+            f"; to build for this older torch set SHARED_BUILD_STABLE_TARGET="
+            f"{installed.major}.{installed.minor}"
+            if Version(OLDEST_STABLE_TARGET) <= installed and not raw
+            else ""
+        )
+        raise BuildError(
+            f"a stable-ABI build for torch >= {target} needs torch {target} or newer to "
+            f"build with, but the build environment has torch {torch_version}; install "
+            f"torch>={target}{hint}"
+        )
+    return target
+
+
 def is_debug(env: Mapping[str, str]) -> bool:
     """DEBUG=1 builds with -O0 -g (and -G for device code)."""
     return parse_flag(env, "DEBUG")

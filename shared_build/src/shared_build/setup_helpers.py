@@ -276,7 +276,7 @@ def check_setuptools() -> None:
     ):
         raise BuildError(
             f"setuptools {setuptools.__version__} needs the 'wheel' package to build wheels; "
-            "pip install -U 'setuptools>=70.1' (or pip install wheel)"
+            "pip install -U 'setuptools>=77' (or pip install wheel)"
         )
 
 
@@ -638,15 +638,15 @@ def _setup_kwargs(
 
     sources = collect_sources(root, with_cuda, config.common)
     stable = config.abi == "stable"
+    target = None
     cuda_library = None
     extensions = []
     if stable:
-        if Version(Version(torch.__version__).base_version) < Version(STABLE_TARGET):
-            raise BuildError(
-                f"{package} is a stable-ABI package for torch >= {STABLE_TARGET} but the build "
-                f"environment has torch {torch.__version__}; install torch>={STABLE_TARGET}"
-            )
-        define_macros.append(("TORCH_TARGET_VERSION", target_version_macro(STABLE_TARGET)))
+        try:
+            target = knobs.stable_target(env, STABLE_TARGET, torch.__version__)
+        except BuildError as error:
+            raise BuildError(f"{package}: {error}") from None
+        define_macros.append(("TORCH_TARGET_VERSION", target_version_macro(target)))
         if with_cuda:
             # The CUDA kernels go into a second library that the package loads only under
             # a CUDA torch, so that the same wheel imports under a CPU-only torch.
@@ -703,7 +703,7 @@ def _setup_kwargs(
         "compiler_launcher": launcher,
         "source_dir": str(root),
         "abi": config.abi,
-        "torch_target": STABLE_TARGET if stable else None,
+        "torch_target": target if stable else None,
         "cuda_library": cuda_library,
         **overrides.get("build_info", {}),
     }

@@ -244,7 +244,7 @@ void check_warps_unless_capturing(const Tensor& warp, cudaStream_t stream) {
 // The current stream of tensor t's device (torch.cuda.current_stream()).
 cudaStream_t current_stream(const Tensor& t) {
   void* stream = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(
+  SHARED_BUILD_SHIM_CHECK(
       aoti_torch_get_current_cuda_stream(t.get_device_index(), &stream));
   return static_cast<cudaStream_t>(stream);
 }

@@ -11,6 +11,8 @@
 
 #include <torch/csrc/stable/stableivalue_conversions.h>
 
+#include "stable_compat.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,10 +35,10 @@ struct ToImpl<shared_build::StrArg> {
     StringHandle handle = torch::stable::detail::to<StringHandle>(val);
     size_t length = 0;
     const char* data = nullptr;
-    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_length(handle, &length));
-    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_c_str(handle, &data));
+    SHARED_BUILD_SHIM_CHECK(torch_string_length(handle, &length));
+    SHARED_BUILD_SHIM_CHECK(torch_string_c_str(handle, &data));
     shared_build::StrArg arg{std::string(data, length)};
-    STABLE_TORCH_ERROR_CODE_CHECK(torch_delete_string(handle));
+    SHARED_BUILD_SHIM_CHECK(torch_delete_string(handle));
     return arg;
   }
 };

@@ -71,11 +71,20 @@ class Goal:
 class Context:
     """Handed to each benchmark's run(); collects its Measurements."""
 
-    def __init__(self, quick: bool = False, min_run_time: float | None = None) -> None:
+    def __init__(
+        self,
+        quick: bool = False,
+        min_run_time: float | None = None,
+        devices: Sequence[str] | None = None,
+    ) -> None:
         self.quick = quick
         self.min_run_time = min_run_time if min_run_time is not None else (0.05 if quick else 0.5)
         self.measurements: list[Measurement] = []
-        self.devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+        available = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+        missing = [d for d in devices or () if d not in available]
+        if missing:
+            raise ValueError(f"benchmark devices {missing} are not available here ({available})")
+        self.devices = [d for d in available if not devices or d in devices]
         self.notes: list[str] = []
 
     def time(self, fn: Callable[[], Any], *, warmup: int = 3) -> tuple[float, float, int]:

@@ -75,6 +75,13 @@ def main() -> int:
     parser.add_argument(
         "--no-build-times", action="store_true", help="skip the clean/no-op build timing"
     )
+    parser.add_argument(
+        "--device",
+        action="append",
+        default=[],
+        choices=["cpu", "cuda"],
+        help="time only on this device (repeatable; default: cpu and, if visible, cuda)",
+    )
     parser.add_argument("--skipped", default="{}", help="JSON {package: reason} not built here")
     args = parser.parse_args()
 
@@ -105,7 +112,7 @@ def main() -> int:
         try:
             importlib.import_module(package)
             module = load(path)
-            ctx = Context(quick=args.quick)
+            ctx = Context(quick=args.quick, devices=args.device)
             module.run(ctx)
         except Exception as error:  # one broken benchmark must not hide the others
             traceback.print_exc()

@@ -105,6 +105,8 @@ def run(ctx: Context, package: ModuleType, device: str) -> None:
     """Time the package's LLTM, eager, torch.compile and the GEMM floor at both shapes; the
     direct step also against the GEMM floor on fresh inputs (FRESH_FLOOR)."""
     name = package.__name__
+    if device not in ctx.devices:  # e.g. lltm_cpu under run.py --device cuda
+        return
     for shape in (TUTORIAL, LARGE):
         batch, features, state = shape
         torch.manual_seed(0)

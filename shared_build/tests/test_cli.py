@@ -46,8 +46,10 @@ def test_doctor_flags_a_compiler_without_cxx20(tmp_path):
 
 
 def test_doctor_accepts_the_real_compiler():
+    # C++20 under torch 2.13 and newer, C++17 under the GPU machine's torch 2.11.
     finding = doctor.check_cxx(dict(os.environ), torch.__version__)
-    assert finding.status == "ok" and "accepts -std=c++20" in finding.text
+    standard = doctor.cxx_standard(torch.__version__)
+    assert finding.status == "ok" and f"accepts -std={standard}" in finding.text
 
 
 def test_doctor_cxx_standard_by_torch_version():
@@ -221,6 +223,12 @@ def test_new_writes_every_slot(tmp_path):
     cpu_only = scaffold.new_package("cpu_op", tmp_path)
     assert not (cpu_only / "csrc" / "cuda").exists()
     assert 'cuda = "none"' in (cpu_only / "pyproject.toml").read_text()
+    # Its tests ask for no CUDA kernel it does not have (they would fail on a GPU machine).
+    assert 'pytest.param("cuda"' in (target / "tests" / "test_demo_op.py").read_text()
+    assert 'DEVICES = ["cpu"]' in (cpu_only / "tests" / "test_cpu_op.py").read_text()
+    assert 'pytest.param("cuda"' not in (cpu_only / "tests" / "test_cpu_op.py").read_text()
+    stable = scaffold.new_package("cpu_st", tmp_path, abi="stable")
+    assert 'pytest.param("cuda"' not in (stable / "tests" / "test_cpu_st.py").read_text()
 
 
 def test_cli_new_refusal_is_one_sentence(capsys):

@@ -53,6 +53,13 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
         "name": name,
         "cuda": "optional" if cuda else "none",
         "cuda_flag": " --cuda" if cuda else "",
+        # A package without a CUDA kernel has no CUDA tests: on a GPU machine they would
+        # fail (no kernel for the CUDA key), and here they would only skip.
+        "devices": (
+            '["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]'
+            if cuda
+            else '["cpu"]  # `shared_build new NAME --cuda` adds a CUDA kernel and its tests'
+        ),
         "stable_target": STABLE_TARGET,
         "stable_build_torch": f"{STABLE_TARGET}.0",
     }

@@ -5,8 +5,8 @@
     nox -s "tests(torch='2.13.0')"     # one of them (also: nox -s tests -k 2.13)
     TORCH_VERSIONS=2.13.0,2.15.0 nox -s tests
     nox -s tests -- -k gradcheck      # arguments after -- go to pytest
-    nox -s bench                      # benchmarks under the first torch version
-    nox -s bench -- --all-torch       # ... under every version, side by side
+    nox -s bench                      # benchmarks under the first torch version (untracked output)
+    nox -s bench -- --all-torch       # ... under every version, side by side (--publish: committed)
     nox -s sanitize                   # ASan/UBSan builds, their own venv, every suite
     nox -s build | lint | examples | gpu
     nox -s abi                        # only the stable-ABI wheels, under every torch
@@ -777,15 +777,26 @@ def _bench_versions(session: nox.Session) -> tuple[list[str], list[str]]:
     return versions, args
 
 
+BENCH_LOCAL = ROOT / "benchmarks" / "results" / "local"  # git-ignored
+
+
 @nox.session(venv_backend="none")
 def bench(session: nox.Session) -> None:
-    """Benchmark every package against its peers; `-- --all-torch` for every torch version."""
+    """Benchmark every package against its peers into benchmarks/results/local/ (untracked); `-- --all-torch` for every torch version, `-- --publish` to update the committed report.
+
+    Without --publish nothing tracked changes, so the tests stay green after a local run
+    (the README's figures are checked against the committed report). --publish writes the
+    committed benchmarks/results/ (report, results.json, plots, raw files): run it on a
+    quiet machine, under every torch (--all-torch), and commit what it wrote."""
     versions, args = _bench_versions(session)
-    out_dir = ROOT / "benchmarks" / "results"
+    publish = "--publish" in args
+    args = [a for a in args if a != "--publish"]
+    out_dir = ROOT / "benchmarks" / "results" if publish else BENCH_LOCAL
     raw_files = []
     for version in versions:
         env, _ = prepared_env(session, version, bench=True)
         raw = out_dir / "raw" / f"torch-{version}.json"
+        raw.parent.mkdir(parents=True, exist_ok=True)
         env.run(
             env.python,
             str(ROOT / "benchmarks" / "run.py"),
@@ -804,6 +815,16 @@ def bench(session: nox.Session) -> None:
         str(out_dir),
         *raw_files,
     )
+    if publish:
+        session.log(
+            "published: benchmarks/results/ updated; check `git diff benchmarks/results` and "
+            "the README's figures (tests/test_readme_figures.py) before committing"
+        )
+    else:
+        session.log(
+            f"report in {out_dir.relative_to(ROOT)}/report.md (untracked); the committed "
+            "report is benchmarks/results/report.md, updated only by `nox -s bench -- --publish`"
+        )
 
 
 @nox.session(venv_backend="none")

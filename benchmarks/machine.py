@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,6 +31,22 @@ def memory_gib() -> float | None:
     except OSError:
         pass
     return None
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (other work on the machine skews every figure)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def governor() -> str | None:
+    """cpu0's frequency governor where the kernel shows it (VMs often do not)."""
+    try:
+        return Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+    except OSError:
+        return None
 
 
 def describe() -> dict[str, Any]:
@@ -59,4 +76,6 @@ def describe() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "load_before": load_average(),
+        "governor": governor(),
     }

@@ -47,6 +47,79 @@ def group(runs: dict[str, dict]) -> dict[tuple, dict[str, dict[str, dict]]]:
     return table
 
 
+SPREAD_LIMIT = 0.10  # an interquartile range over 10% of the median flags the row
+
+# The op that times forward and backward together, for an op that times the forward alone.
+_WITH_BACKWARD = (" fwd+bwd", "+backward")
+
+
+def _row(version: str, m: dict, reason: str) -> dict:
+    keys = ("package", "op", "case", "impl", "device", "dtype")
+    return {"version": version, **{k: m[k] for k in keys}, "reason": reason}
+
+
+def sanity_flags(runs: dict[str, dict]) -> list[dict]:
+    """Rows whose figures cannot all be right, so that a report never publishes them silently.
+
+    - spread: the interquartile range over SPREAD_LIMIT of the median (a noisy machine);
+    - a forward slower than the same implementation's forward+backward on the same case;
+    - a floor (an implementation named "... floor ...") slower than our kernel it bounds.
+    """
+    flags = []
+    for version, data in runs.items():
+        by_key: dict[tuple, dict] = {}
+        for m in data["measurements"]:
+            by_key[(m["package"], m["op"], m["case"], m["impl"], m["device"], m["dtype"])] = m
+        for m in data["measurements"]:
+            if m["seconds"] and m.get("iqr", 0) / m["seconds"] > SPREAD_LIMIT:
+                flags.append(
+                    _row(version, m, f"spread {100 * m['iqr'] / m['seconds']:.0f}% of the median")
+                )
+            for suffix in _WITH_BACKWARD:
+                both = by_key.get(
+                    (m["package"], m["op"] + suffix, m["case"], m["impl"], m["device"], m["dtype"])
+                )
+                if both and m["seconds"] > both["seconds"]:
+                    flags.append(
+                        _row(
+                            version,
+                            m,
+                            f"forward {format_seconds(m['seconds'])} slower than its "
+                            f"forward+backward {format_seconds(both['seconds'])}",
+                        )
+                    )
+            if "floor" in m["impl"] and not m["ours"]:
+                ours = [
+                    o
+                    for o in data["measurements"]
+                    if o["ours"]
+                    and (o["package"], o["op"], o["case"], o["device"], o["dtype"])
+                    == (m["package"], m["op"], m["case"], m["device"], m["dtype"])
+                ]
+                fastest = min(ours, key=lambda o: o["seconds"], default=None)
+                if fastest and m["seconds"] > fastest["seconds"]:
+                    flags.append(
+                        _row(
+                            version,
+                            m,
+                            f"floor {format_seconds(m['seconds'])} slower than "
+                            f"{fastest['impl']} {format_seconds(fastest['seconds'])}, which it bounds",
+                        )
+                    )
+    return flags
+
+
+def speedup_interval(ours: dict | None, peer: dict | None) -> tuple[float, float] | None:
+    """The speedup's range when each time may lie anywhere in its interquartile range."""
+    if not ours or not peer or not ours["seconds"] or not peer["seconds"]:
+        return None
+    half_ours, half_peer = ours.get("iqr", 0) / 2, peer.get("iqr", 0) / 2
+    low = (peer["seconds"] - half_peer) / (ours["seconds"] + half_ours)
+    high_den = ours["seconds"] - half_ours
+    high = (peer["seconds"] + half_peer) / high_den if high_den > 0 else math.inf
+    return low, high
+
+
 def speedup(ours: dict | None, peer: dict | None) -> float | None:
     if not ours or not peer or not ours["seconds"] or not peer["seconds"]:
         return None
@@ -85,20 +158,29 @@ def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
             )
             continue
         for key, case, impls in matching:
-            values = []
+            values, intervals = [], []
             for version in versions:
                 ours = impls.get(goal["ours"], {}).get(version)
                 if goal.get("metric"):
-                    values.append(ours["extra"].get(goal["metric"]) if ours else None)
+                    value = ours["extra"].get(goal["metric"]) if ours else None
+                    values.append(value)
+                    intervals.append(None if value is None else (value, value))
                 else:
-                    values.append(speedup(ours, impls.get(goal["peer"], {}).get(version)))
-            measured = [v for v in values if v is not None]
+                    peer = impls.get(goal["peer"], {}).get(version)
+                    values.append(speedup(ours, peer))
+                    intervals.append(speedup_interval(ours, peer))
+            measured = [i for i in intervals if i is not None]
+            line = goal["min_speedup"]
             if not measured:
                 verdict = "not measured"
-            elif all(v >= goal["min_speedup"] for v in measured):
+            elif all(low >= line for low, _ in measured):
                 verdict = "met"
-            else:
+            elif any(high < line for _, high in measured):
                 verdict = "**missed**"
+            else:
+                # Some version's interquartile ranges straddle the goal line: this run
+                # cannot tell met from missed.
+                verdict = "inconclusive"
             rows.append(
                 [
                     goal["package"],
@@ -132,6 +214,12 @@ def machine_section(runs: dict[str, dict]) -> str:
             f"- torch {version} (CUDA {data['cuda'] or 'none'}): {m['cpu']}, {m['cores']} cores "
             f"({m['torch_threads']} torch threads, {m['cpu_capability']}), {m['memory_gib']} GiB, {gpu}; "
             f"Python {m['python']}; {m['date']}{' (quick run)' if data.get('quick') else ''}"
+            + (
+                f"; load average {m['load_before']} before, {m.get('load_after')} after"
+                if m.get("load_before") is not None
+                else ""
+            )
+            + (f"; governor {m['governor']}" if m.get("governor") else "")
         )
     return "\n".join(lines)
 
@@ -139,11 +227,29 @@ def machine_section(runs: dict[str, dict]) -> str:
 def render(runs: dict[str, dict]) -> str:
     versions = list(runs)
     table = group(runs)
+    flags = sanity_flags(runs)
+    flagged = {
+        (f["version"], f["package"], f["op"], f["case"], f["impl"], f["device"], f["dtype"])
+        for f in flags
+    }
+    total = sum(len(data["measurements"]) for data in runs.values())
     out = ["# Benchmark report", "", machine_section(runs), ""]
     out += [
         "Times are medians (torch.utils.benchmark, CUDA synchronized), every implementation of a",
         "case timed round-robin in one process. **speedup** = peer's time / ours: above 1 ours is",
         f"faster. A time more than {int((REGRESSION - 1) * 100)}% above the first torch version's is marked ▲.",
+        "A goal is met when the speedup is above the line with every time anywhere in its",
+        "interquartile range, missed when it is below it so, and inconclusive in between.",
+        "",
+        f"**Sanity checks: {len(flags)} of {total} rows flagged** (⚠ below): "
+        + (
+            "their figures cannot all be right (noise, or a machine busy with other work); "
+            "rerun on a quiet machine before quoting them."
+            if flags
+            else "no spread over "
+            f"{int(SPREAD_LIMIT * 100)}%, no forward slower than its forward+backward, no "
+            "floor slower than the kernel it bounds."
+        ),
         "",
         "## Goals",
         "",
@@ -170,6 +276,10 @@ def render(runs: dict[str, dict]) -> str:
                         row.append("-")
                         continue
                     cell = format_seconds(m["seconds"])
+                    if m.get("iqr") and m["seconds"]:
+                        cell += f" ±{100 * m['iqr'] / m['seconds'] / 2:.0f}%"
+                    if (version, package, op, case, impl, device, dtype) in flagged:
+                        cell += " ⚠"
                     if first is None:
                         first = m["seconds"]
                     elif m["seconds"] > first * REGRESSION:
@@ -217,6 +327,18 @@ def render(runs: dict[str, dict]) -> str:
                 ["package", "torch", "clean build (s)", "no-op rebuild (s)", "wheel (MB)"], builds
             )
         )
+    if flags:
+        out += ["", "## Sanity checks", ""]
+        out.append(
+            markdown_table(
+                ["torch", "package", "op", "case", "impl", "device", "why flagged"],
+                [
+                    [f["version"], f["package"], f["op"], f["case"], f["impl"], f["device"],
+                     f["reason"]]
+                    for f in flags
+                ],
+            )
+        )  # fmt: skip
     out += rebuild_section(REBUILDS)
     skipped = [
         f"- torch {v}: {p} skipped: {why}"
@@ -235,6 +357,21 @@ def render(runs: dict[str, dict]) -> str:
 
 
 REBUILDS = ROOT / "benchmarks" / "results" / "rebuilds.txt"
+
+
+def _committed_on(path: Path) -> str:
+    """The date of the commit that last changed path, else its modification date."""
+    import subprocess
+    from datetime import datetime, timezone
+
+    try:
+        date = subprocess.run(
+            ["git", "log", "-1", "--format=%cs", "--", path.name],
+            cwd=path.parent, capture_output=True, text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+    except OSError:
+        date = ""
+    return date or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%d")
 
 
 def rebuild_section(path: Path) -> list[str]:
@@ -257,6 +394,7 @@ def rebuild_section(path: Path) -> list[str]:
         "",
         "### Rebuilds with a compiler cache",
         "",
+        f"Not measured by this run: the output of a separate, manual run ({_committed_on(path)}) of "
         f"`bash benchmarks/rebuild_cache.sh PYTHON` ({'; '.join(header)}): `pip install "
         "--no-build-isolation` with `USE_CCACHE=0` and with ccache (empty cache at the first "
         "build); the build folder emptied is what a new torch tag, `rm -rf build` or another "
@@ -324,7 +462,9 @@ def main() -> int:
     text = render(runs)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / "report.md").write_text(text)
-    (args.output_dir / "results.json").write_text(json.dumps({"versions": runs}, indent=1) + "\n")
+    (args.output_dir / "results.json").write_text(
+        json.dumps({"versions": runs, "flags": sanity_flags(runs)}, indent=1) + "\n"
+    )
     print(text)
     if not args.no_plots:
         for path in plot(runs, args.output_dir / "plots"):

@@ -128,6 +128,7 @@ def main() -> int:
             report["builds"][package] = build_times(path.parent.parent)
             print(f"  build times: {report['builds'][package]}", flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    report["machine"]["load_after"] = machine.load_average()
     args.output.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.output}", flush=True)
     return 1 if report["failures"] else 0

@@ -171,3 +171,82 @@ def test_rebuild_section_from_the_script_output(tmp_path):
     assert "| empty-build-folder | 90 | 9 | 10.0x |" in text
     assert "| touch-one-source | 20 | 10 | 2.0x |" in text
     assert report.rebuild_section(tmp_path / "absent.txt") == []
+
+
+def _one_run(measurements: list[dict], goals: list[dict] | None = None) -> dict[str, dict]:
+    data = raw("1.0.0", 1e-6, 2e-6, 1.2e-3)
+    data["measurements"] = measurements
+    data["goals"] = goals or []
+    return {"1.0.0": data}
+
+
+def _m(impl: str, seconds: float, *, op: str = "axpy", iqr: float = 0.0, ours: bool = False):
+    return {**measurement(impl, "n=10", 10, seconds, ours=ours), "op": op, "iqr": iqr}
+
+
+def test_sanity_checks_flag_what_cannot_be_right():
+    runs = _one_run(
+        [
+            # A forward slower than its forward+backward (gc_cpp's " fwd+bwd" naming).
+            _m("toy", 3e-3, op="conv", ours=True),
+            _m("toy", 2e-3, op="conv fwd+bwd", ours=True),
+            # lltm's naming: "lltm forward" and "lltm forward+backward"; this pair is sane.
+            _m("toy", 1e-3, op="lltm forward", ours=True),
+            _m("toy", 2e-3, op="lltm forward+backward", ours=True),
+            # A floor slower than our kernel it bounds, and a noisy peer.
+            _m("toy", 1e-6, ours=True),
+            _m("copy into a fresh output (floor)", 2e-6),
+            _m("eager", 4e-6, iqr=1e-6),
+        ]
+    )
+    flags = {(f["op"], f["impl"]): f["reason"] for f in report.sanity_flags(runs)}
+    assert flags == {
+        ("conv", "toy"): "forward 3 ms slower than its forward+backward 2 ms",
+        ("axpy", "copy into a fresh output (floor)"): (
+            "floor 2 us slower than toy 1 us, which it bounds"
+        ),
+        ("axpy", "eager"): "spread 25% of the median",
+    }
+    text = report.render(runs)
+    assert "**Sanity checks: 3 of 7 rows flagged** (⚠ below)" in text
+    assert "| 1.0.0 | toy | axpy | n=10 | eager | cpu | spread 25% of the median |" in text
+    eager = next(row for row in rows_of(text, "n=10") if row[1] == "eager")
+    assert eager[2] == "4 us ±12% ⚠"
+
+
+def test_a_clean_run_says_nothing_was_flagged():
+    runs = _one_run([_m("toy", 1e-6, ours=True, iqr=1e-8), _m("eager", 2e-6, iqr=2e-8)])
+    assert report.sanity_flags(runs) == []
+    assert "**Sanity checks: 0 of 2 rows flagged**" in report.render(runs)
+
+
+@pytest.mark.parametrize(
+    ("eager_seconds", "eager_iqr", "verdict"),
+    [
+        (1.6e-6, 0.0, "met"),  # 1.6x, no spread
+        (1.4e-6, 0.0, "**missed**"),  # 1.4x
+        (1.6e-6, 0.4e-6, "inconclusive"),  # 1.6x, but 1.4x to 1.8x within the IQR
+        (1.45e-6, 0.02e-6, "**missed**"),  # at most 1.46x
+    ],
+)
+def test_goal_verdicts_account_for_the_spread(eager_seconds, eager_iqr, verdict):
+    goal = {**GOALS[0], "min_speedup": 1.5}
+    runs = _one_run(
+        [_m("toy", 1e-6, ours=True), _m("eager", eager_seconds, iqr=eager_iqr)], goals=[goal]
+    )
+    row = next(r for r in rows_of(report.render(runs), "toy") if ">=" in r[1])
+    assert row[-1] == verdict
+
+
+def test_the_rebuild_section_says_it_is_not_from_this_run(tmp_path):
+    raw_text = "# add_ext, torch 2.13.0+cpu, 2 cores\noff first 100\non first 110\n"
+    (tmp_path / "rebuilds.txt").write_text(raw_text)
+    text = "\n".join(report.rebuild_section(tmp_path / "rebuilds.txt"))
+    assert "Not measured by this run: the output of a separate, manual run (20" in text
+
+
+def test_the_header_records_load_and_governor():
+    runs = _one_run([_m("toy", 1e-6, ours=True)])
+    runs["1.0.0"]["machine"].update(load_before=0.5, load_after=3.25, governor="performance")
+    text = report.render(runs)
+    assert "; load average 0.5 before, 3.25 after; governor performance" in text

@@ -404,39 +404,71 @@ def rebuild_section(path: Path) -> list[str]:
     ]
 
 
+def case_family(case: str) -> str:
+    """What a case holds fixed besides its size: every token but the first ("N=1024 64->512"
+    -> "64->512"). Only points of one family are joined by a line: two shapes of a problem
+    are not one curve (gc_cpp's 512->64 and 64->512 at the same N)."""
+    return " ".join(case.split()[1:])
+
+
 def plot(runs: dict[str, dict], out_dir: Path) -> list[Path]:
-    """One PNG per (package, op, device, dtype): time vs size, a panel per torch version."""
+    """One PNG per (package, op, device, dtype): time against size, a panel per torch version,
+    one line per implementation and case family."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
     versions = list(runs)
     written = []
-    series: dict[tuple, dict[str, dict[str, list[tuple[float, float]]]]] = defaultdict(
+    series: dict[tuple, dict[str, dict[tuple[str, str], list[tuple[float, float]]]]] = defaultdict(
         lambda: defaultdict(dict)
     )
+    labels: dict[str, str] = {}
     for version, data in runs.items():
+        labels.update(data.get("size_labels", {}))
         for m in data["measurements"]:
             key = (m["package"], m["op"], m["device"], m["dtype"])
-            series[key][version].setdefault(m["impl"], []).append((m["size"], m["seconds"]))
+            line = (m["impl"], case_family(m["case"]))
+            series[key][version].setdefault(line, []).append((m["size"], m["seconds"]))
     out_dir.mkdir(parents=True, exist_ok=True)
     for key, per_version in series.items():
         fig, axes = plt.subplots(
-            1, len(versions), figsize=(5.5 * len(versions), 4), squeeze=False, sharey=True
+            1, len(versions), figsize=(6 * len(versions), 4.5), squeeze=False, sharey=True
         )
+        sizes = sorted({x for lines in per_version.values() for p in lines.values() for x, _ in p})
+        # One colour per implementation, one line style (and marker) per case family.
+        impls = sorted({impl for lines in per_version.values() for impl, _ in lines})
+        families = sorted({family for lines in per_version.values() for _, family in lines})
+        colour = {impl: f"C{i % 10}" for i, impl in enumerate(impls)}
+        style = {f: ("-", "--", ":", "-.")[i % 4] for i, f in enumerate(families)}
+        marker = {f: "osd^v"[i % 5] for i, f in enumerate(families)}
         for ax, version in zip(axes[0], versions, strict=True):
-            for impl, points in sorted(per_version.get(version, {}).items()):
+            for (impl, family), points in sorted(per_version.get(version, {}).items()):
                 points.sort()
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=impl)
+                ax.plot(
+                    xs,
+                    ys,
+                    color=colour[impl],
+                    linestyle=style[family],
+                    marker=marker[family],
+                    label=f"{impl} ({family})" if family else impl,
+                )
             ax.set_xscale("log")
             ax.set_yscale("log")
+            # Ticks at the measured sizes only, written out: log axes over a decade or less
+            # otherwise print overlapping minor labels ("2x10^3 3x10^4x10^3").
+            ax.xaxis.set_major_locator(FixedLocator(sizes))
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xticks(sizes, [f"{x:,.0f}" if x < 1e5 else f"{x:.3g}" for x in sizes])
             ax.set_title(f"torch {version}")
-            ax.set_xlabel("size")
+            ax.set_xlabel(labels.get(key[0], "size"))
             ax.grid(True, which="both", alpha=0.3)
         axes[0][0].set_ylabel("seconds per call (median)")
-        axes[0][-1].legend(fontsize=8)
+        axes[0][-1].legend(fontsize=7)
         fig.suptitle(f"{key[0]}: {key[1]} ({key[2]}, {key[3]})")
         fig.tight_layout()
         name = (

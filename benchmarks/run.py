@@ -124,6 +124,7 @@ def main() -> int:
             {"package": package, **g.to_json()} for g in getattr(module, "GOALS", [])
         ]
         report["notes"] += [f"{package}: {n}" for n in ctx.notes]
+        report.setdefault("size_labels", {})[package] = getattr(module, "SIZE_LABEL", "size")
         if not args.no_build_times:
             report["builds"][package] = build_times(path.parent.parent)
             print(f"  build times: {report['builds'][package]}", flush=True)

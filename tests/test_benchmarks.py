@@ -250,3 +250,9 @@ def test_the_header_records_load_and_governor():
     runs["1.0.0"]["machine"].update(load_before=0.5, load_after=3.25, governor="performance")
     text = report.render(runs)
     assert "; load average 0.5 before, 3.25 after; governor performance" in text
+
+
+def test_only_cases_of_one_family_share_a_line():
+    assert report.case_family("N=1024 64->512") == "64->512"
+    assert report.case_family("n=1e+03") == ""
+    assert report.case_family("B=8 C=3 1080p") == "C=3 1080p"

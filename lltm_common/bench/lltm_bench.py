@@ -41,6 +41,10 @@ TUTORIAL = (16, 32, 128)
 LARGE = (64, 256, 1024)
 
 
+# What `size` counts in the LLTM measurements: the plots' x axis.
+SIZE_LABEL = "batch x state_size, state elements"
+
+
 def case_name(shape: tuple[int, int, int]) -> str:
     batch, features, state = shape
     return f"B={batch} in={features} state={state}"

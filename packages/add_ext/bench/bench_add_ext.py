@@ -13,6 +13,8 @@ import add_ext
 from benchmarks.harness import Context, Goal
 
 PACKAGE = "add_ext"
+# What `size` counts in this package's measurements: the plots' x axis.
+SIZE_LABEL = "n, elements per input tensor"
 ALPHA = 2.0
 GOALS = [
     Goal(op="add", ours="add_ext", peer="torch.add", min_speedup=0.95, device="cpu"),

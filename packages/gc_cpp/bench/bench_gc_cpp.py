@@ -25,6 +25,8 @@ import gc_cpp
 from benchmarks.harness import Context, Goal
 
 PACKAGE = "gc_cpp"
+# What `size` counts in this package's measurements: the plots' x axis.
+SIZE_LABEL = "N, graph nodes"
 SHAPES = [(512, 64), (64, 512)]
 DENSITY = 0.01
 # Round-robin rounds per case (the harness's default is 3): the >= 1.0x goals compare

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "lltm_common" / "be
 import lltm_bench
 
 PACKAGE = "lltm_cpu"
+SIZE_LABEL = lltm_bench.SIZE_LABEL  # the plots' x axis
 GOALS = [
     *lltm_bench.goals(PACKAGE, "cpu", "issue 3", {"eager": 3.0, "torch.compile": 3.0}),
     # Issue 17: the step at the tutorial shape within 1.3x of its GEMMs alone (the "GEMM

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "lltm_common" / "be
 import lltm_bench
 
 PACKAGE = "lltm_cuda"
+SIZE_LABEL = lltm_bench.SIZE_LABEL  # the plots' x axis
 GOALS = lltm_bench.goals(PACKAGE, "cuda", "issue 4", {"eager": 2.0, "torch.compile": 1.0})
 
 

@@ -34,6 +34,8 @@ import warp_perspective
 from benchmarks.harness import Context, Goal
 
 PACKAGE = "warp_perspective"
+# What `size` counts in this package's measurements: the plots' x axis.
+SIZE_LABEL = "B x C x H x W, output elements"
 OP = "warp_perspective bilinear"
 OURS = "warp_perspective"
 BUILTIN = "warp_perspective (built-in kernel)"

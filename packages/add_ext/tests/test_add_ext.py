@@ -285,6 +285,7 @@ def test_cuda_runs_on_current_stream_and_graph_capture():
     x = torch.randn(4096, device="cuda")
     y = torch.randn(4096, device="cuda")
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # x and y were made on the default stream
     with torch.cuda.stream(stream):
         out = add_ext.add(x, y, 2.0)
     stream.synchronize()

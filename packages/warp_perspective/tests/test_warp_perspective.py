@@ -1080,6 +1080,24 @@ def test_cuda_batch_larger_than_grid_z():
 
 
 @pytest.mark.cuda
+def test_cuda_takes_more_rows_than_the_grid():
+    """600,000 destination rows: more than the grid's 65,535 x 8 (the kernels stride over
+    the rest), forward and backward, equal to the CPU kernel's (a shift: exact)."""
+    g = torch.Generator().manual_seed(21)
+    image = random_image((1, 2, 600_000, 4), torch.float32, g)
+    down = torch.tensor([[1.0, 0, 0], [0, 1, 1], [0, 0, 1]])  # dst(x, y) = src(x, y - 1)
+    cpu = warp(image, down, [600_000, 4])
+    cuda_image = image.cuda().requires_grad_()
+    cuda = warp(cuda_image, down.cuda(), [600_000, 4])
+    assert torch.equal(cuda.cpu(), cpu)
+    assert torch.equal(cpu[:, :, 1:], image[:, :, :-1])
+    cuda.sum().backward()
+    expected = torch.ones_like(image)
+    expected[:, :, -1] = 0  # the last source row lands outside the output
+    assert torch.equal(cuda_image.grad.cpu(), expected)
+
+
+@pytest.mark.cuda
 def test_cuda_backward_alerts_nondeterminism():
     image = torch.rand(1, 1, 8, 8, device="cuda", requires_grad=True)
     out = warp(image, torch.eye(3, device="cuda"))
@@ -1098,6 +1116,7 @@ def test_cuda_stream_and_graph_capture():
     m = random_homography(g).float().cuda()
     expected = warp(x, m)
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # x and m were made on the default stream
     with torch.cuda.stream(stream):
         out = warp(x, m)
     stream.synchronize()

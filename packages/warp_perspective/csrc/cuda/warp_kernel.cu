@@ -151,10 +151,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
   __shared__ double inv[9];
   __shared__ bool ok;
   const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
-  const int64_t y = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y;
+  const int64_t y0 = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y;
+  // Rows beyond the grid's (kMaxGridY blocks of kBlockY) are taken in strides.
+  const int64_t y_step = static_cast<int64_t>(gridDim.y) * kBlockY;
   for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
     load_inverse(warp, s, b, inv, &ok);
-    if (x < s.dst_w && y < s.dst_h) {
+    for (int64_t y = y0; x < s.dst_w && y < s.dst_h; y += y_step) {
       const Taps<acc_t, kNearest, kBorder> t(inv, x, y, s);
       const scalar_t* plane = src + b * s.s_b;
       scalar_t* o = out + ((b * s.channels) * s.dst_h + y) * s.dst_w + x;
@@ -194,10 +196,11 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
   __shared__ double inv[9];
   __shared__ bool ok;
   const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
-  const int64_t y = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y;
+  const int64_t y0 = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y;
+  const int64_t y_step = static_cast<int64_t>(gridDim.y) * kBlockY;
   for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
     load_inverse(warp, s, b, inv, &ok);
-    if (ok && x < s.dst_w && y < s.dst_h) {
+    for (int64_t y = y0; ok && x < s.dst_w && y < s.dst_h; y += y_step) {
       const Taps<acc_t, kNearest, kBorder> t(inv, x, y, s);
       const scalar_t* g = grad_out + b * go.b + y * go.h + x * go.w;
       scalar_t* plane = grad_image + b * s.s_b;
@@ -217,15 +220,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
   }
 }
 
+// Rows past kMaxGridY blocks are strided inside the kernels, images past
+// kMaxGridZ likewise: CUDA takes every size CPU takes.
 dim3 grid_for(const Problem& p, int64_t batch) {
   const int64_t gy = (p.dst_h + kBlockY - 1) / kBlockY;
-  WARP_CHECK(gy <= kMaxGridY,
-             "warp_perspective: the CUDA kernel supports at most ",
-             kMaxGridY * kBlockY,
-             " destination rows, got ",
-             p.dst_h);
   return dim3(static_cast<unsigned>((p.dst_w + kBlockX - 1) / kBlockX),
-              static_cast<unsigned>(gy),
+              static_cast<unsigned>(std::min(gy, kMaxGridY)),
               static_cast<unsigned>(std::min(batch, kMaxGridZ)));
 }
 

@@ -392,3 +392,23 @@ def test_non_tensor_arguments_get_the_ops_error(bad, message):
 def test_non_number_alpha_gets_the_ops_error():
     with pytest.raises(RuntimeError, match="Expected a value of type 'float' for argument 'alpha'"):
         add_ext.add(torch.randn(2), torch.randn(2), alpha="2")  # type: ignore[arg-type]
+
+
+def _free_cuda_bytes() -> int:
+    return torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else 0
+
+
+@pytest.mark.cuda
+@pytest.mark.slow  # 13 GB on the GPU: not under compute-sanitizer
+def test_cuda_past_2_to_the_31_elements():
+    """Past 2^31 elements, where a 32-bit index first wraps: slices at the start, across
+    2^31 and at the end equal the float32 reference."""
+    n = 2**31 + 1000
+    if _free_cuda_bytes() < 3 * 2 * n * 1.2:
+        pytest.skip("needs 15 GB of free GPU memory")
+    x = torch.randn(n, device="cuda", dtype=torch.float16)
+    y = torch.randn(n, device="cuda", dtype=torch.float16)
+    out = add_ext.add(x, y, 1.25)
+    for part in (slice(0, 1000), slice(2**31 - 500, 2**31 + 500), slice(n - 1000, n)):
+        expected = (1.25 * x[part].cpu().float() + y[part].cpu().float()).half()
+        assert_close(out[part].cpu(), expected, **tolerance(torch.float16))

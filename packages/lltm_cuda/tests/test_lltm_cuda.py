@@ -156,3 +156,32 @@ def test_second_device_if_present():
     assert all(t.device == torch.device("cuda:1") for t in outputs)
     expected = lltm_forward(*[t.cpu() for t in inputs])
     assert_close_scaled(outputs[0], expected[0], torch.float64)
+
+
+@pytest.mark.slow  # 40 GB on the GPU: not under compute-sanitizer
+def test_forward_past_2_to_the_31_elements():
+    """gate_weights (batch, 3 * state) past 2^31 elements, where a 32-bit index into the
+    fused pointwise pass first wraps: the first and last rows equal the float64 reference
+    (each row of the LLTM depends on its own inputs and the shared weights only)."""
+    batch, features, state = 180_000, 8, 4096  # 180,000 x 12,288 = 2.21e9 gate elements
+    if torch.cuda.mem_get_info()[0] < 48e9:
+        pytest.skip("needs 48 GB of free GPU memory")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    bound = state**-0.5
+    weights = (torch.rand(3 * state, state + features, device="cuda", generator=g) * 2 - 1) * bound
+    bias = (torch.rand(3 * state, device="cuda", generator=g) * 2 - 1) * bound
+    x, h, c = (torch.randn(batch, n, device="cuda", generator=g) for n in (features, state, state))
+    with torch.no_grad():
+        outputs = lltm_cuda.forward(x, weights, bias, h, c)
+    for rows in (slice(0, 2), slice(batch - 2, batch)):
+        expected = lltm_forward(
+            *(t.double().cpu() for t in (x[rows], weights, bias, h[rows], c[rows]))
+        )
+        for name, got, want in zip(FORWARD_OUTPUT_NAMES, outputs, expected, strict=True):
+            # float32 GEMMs over 4,104 terms against float64: 1e-4 of the scale; a wrapped
+            # index would be off by the values themselves.
+            scale = max(1.0, want.abs().max().item())
+            torch.testing.assert_close(
+                got[rows].double().cpu(), want, atol=1e-4 * scale, rtol=1e-4,
+                msg=lambda m, n=name: f"{n}: {m}",
+            )  # fmt: skip

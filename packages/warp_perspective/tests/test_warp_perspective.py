@@ -1098,6 +1098,22 @@ def test_cuda_takes_more_rows_than_the_grid():
 
 
 @pytest.mark.cuda
+@pytest.mark.slow  # 17 GB on the GPU: not under compute-sanitizer
+def test_cuda_past_2_to_the_31_elements():
+    """A (1, 1, 46341, 46341) image: 2,147,488,281 elements, past 2^31 where a 32-bit
+    offset first wraps. A shift down by one row: the last rows must be the image's."""
+    side = 46_341
+    if torch.cuda.mem_get_info()[0] < 2 * 4 * side * side * 1.2:
+        pytest.skip("needs 21 GB of free GPU memory")
+    image = torch.rand(1, 1, side, side, device="cuda")
+    down = torch.tensor([[1.0, 0, 0], [0, 1, 1], [0, 0, 1]], device="cuda")
+    out = warp(image, down)
+    assert torch.equal(out[0, 0, -3:].cpu(), image[0, 0, -4:-1].cpu())
+    assert torch.equal(out[0, 0, 1:4].cpu(), image[0, 0, 0:3].cpu())
+    assert (out[0, 0, 0] == 0).all()
+
+
+@pytest.mark.cuda
 def test_cuda_backward_alerts_nondeterminism():
     image = torch.rand(1, 1, 8, 8, device="cuda", requires_grad=True)
     out = warp(image, torch.eye(3, device="cuda"))

@@ -239,7 +239,8 @@ def render(runs: dict[str, dict]) -> str:
         "case timed round-robin in one process. **speedup** = peer's time / ours: above 1 ours is",
         f"faster. A time more than {int((REGRESSION - 1) * 100)}% above the first torch version's is marked ▲.",
         "A goal is met when the speedup is above the line with every time anywhere in its",
-        "interquartile range, missed when it is below it so, and inconclusive in between.",
+        "interquartile range, missed when it is below it so, and inconclusive in between; a",
+        "speedup whose range so taken contains 1.00x is a tie, marked (tie).",
         "",
         f"**Sanity checks: {len(flags)} of {total} rows flagged** (⚠ below): "
         + (
@@ -290,7 +291,12 @@ def render(runs: dict[str, dict]) -> str:
                         row.append("-")
                     else:
                         ours = impls.get(ours_name, {}).get(version) if ours_name else None
-                        row.append(fmt_ratio(speedup(ours, per_version.get(version))))
+                        peer = per_version.get(version)
+                        cell = fmt_ratio(speedup(ours, peer))
+                        interval = speedup_interval(ours, peer)
+                        if interval and interval[0] <= 1.0 <= interval[1]:
+                            cell += " (tie)"
+                        row.append(cell)
                 extras = per_version.get(versions[-1]) or next(iter(per_version.values()))
                 row.append(", ".join(f"{k} {v:.3g}" for k, v in extras["extra"].items()) or "")
                 rows.append(row)

@@ -256,3 +256,16 @@ def test_only_cases_of_one_family_share_a_line():
     assert report.case_family("N=1024 64->512") == "64->512"
     assert report.case_family("n=1e+03") == ""
     assert report.case_family("B=8 C=3 1080p") == "C=3 1080p"
+
+
+def test_overlapping_times_are_called_a_tie():
+    runs = _one_run(
+        [
+            _m("toy", 1.00e-6, ours=True, iqr=0.04e-6),
+            _m("eager", 1.02e-6, iqr=0.04e-6),  # 1.02x, but 0.94x to 1.10x: a tie
+            _m("torch.add", 1.5e-6, iqr=0.04e-6),  # 1.50x, clearly faster
+        ]
+    )
+    rows = {row[1]: row for row in rows_of(report.render(runs), "n=10")}
+    assert rows["eager"][3] == "1.02x (tie)"
+    assert rows["torch.add"][3] == "1.50x"

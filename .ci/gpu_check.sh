@@ -14,11 +14,14 @@
 #            setuptools>=77, ninja, pytest, hypothesis, cv2, compute-sanitizer) and stops.
 # build:     every package for the visible GPU's architecture; the CUDA packages with
 #            USE_CUDA=1 (a CPU-only build of one is a failure), in parallel.
-# test:      every suite, CPU and CUDA tests, except slow CPU-only ones (builds, examples).
-#            A failure, no test run, or a skip for want of a GPU or a module fails it.
+# test:      every suite, CPU and CUDA tests, except slow CPU-only ones (builds, examples),
+#            each suite in its own pytest; a crash is rerun under cuda-gdb for a native
+#            backtrace. A failure, no test run, or a skip for want of a GPU or a module
+#            fails it.
 # bench:     the benchmarks on the GPU (--device cuda), report in $OUT/report.
-# sanitize:  compute-sanitizer memcheck, racecheck and initcheck over each package's CUDA
-#            tests and the CUDA property tests, without the caching allocator (each tensor
+# sanitize:  compute-sanitizer memcheck, racecheck and initcheck over the CUDA tests of each
+#            package with CUDA sources (our kernels) and the CUDA property tests, without
+#            the caching allocator (each tensor
 #            its own cudaMalloc, so a read past its end is caught). CUDA-graph capture cannot
 #            run without the caching allocator, so the graph-capture tests are deselected
 #            here, and only here. The runs go GPU_CHECK_JOBS (6) at a time.
@@ -56,10 +59,6 @@ budget() {
   fi
   [ "$cap" -lt 1 ] && cap=1
   echo "$cap"
-}
-run() {  # run CMD... unless this is a dry run, in which case print it
-  if [ "$DRY" = 1 ]; then echo "  would run: $*"; return 0; fi
-  "$@"
 }
 
 for step in $STEPS; do

@@ -261,6 +261,18 @@ def render(runs: dict[str, dict]) -> str:
             goal_rows(runs, table),
         )
     )
+    if flags:
+        out += ["", "## Sanity checks", ""]
+        out.append(
+            markdown_table(
+                ["torch", "package", "op", "case", "impl", "device", "why flagged"],
+                [
+                    [f["version"], f["package"], f["op"], f["case"], f["impl"], f["device"],
+                     f["reason"]]
+                    for f in flags
+                ],
+            )
+        )  # fmt: skip
     for (package, op, device, dtype), cases in table.items():
         out += ["", f"## {package}: {op} ({device}, {dtype})", ""]
         rows = []
@@ -333,19 +345,8 @@ def render(runs: dict[str, dict]) -> str:
                 ["package", "torch", "clean build (s)", "no-op rebuild (s)", "wheel (MB)"], builds
             )
         )
-    if flags:
-        out += ["", "## Sanity checks", ""]
-        out.append(
-            markdown_table(
-                ["torch", "package", "op", "case", "impl", "device", "why flagged"],
-                [
-                    [f["version"], f["package"], f["op"], f["case"], f["impl"], f["device"],
-                     f["reason"]]
-                    for f in flags
-                ],
-            )
-        )  # fmt: skip
     out += rebuild_section(REBUILDS)
+    out += gpu_section(GPU_LOGS)
     skipped = [
         f"- torch {v}: {p} skipped: {why}"
         for v, d in runs.items()
@@ -363,6 +364,30 @@ def render(runs: dict[str, dict]) -> str:
 
 
 REBUILDS = ROOT / "benchmarks" / "results" / "rebuilds.txt"
+GPU_LOGS = ROOT / "benchmarks" / "results" / "gpu"
+
+
+def gpu_section(folder: Path) -> list[str]:
+    """The committed logs of GPU runs (.ci/gpu_check.sh's bench step on a lent GPU machine),
+    each named by its date, machine and torch: CI has no GPU, so no report run measures
+    CUDA here; these say where CUDA figures come from and when."""
+    logs = sorted(folder.glob("*.log")) if folder.is_dir() else []
+    if not logs:
+        return []
+    out = [
+        "",
+        "## CUDA, from GPU runs",
+        "",
+        "Not measured by this run: the bench step of `.ci/gpu_check.sh` on a GPU machine, "
+        "committed as its log (first lines: the machine and what was cut short).",
+        "",
+    ]
+    for log in logs:
+        lines = log.read_text().splitlines()
+        rows = sum("cuda " in line and line.startswith("  ") for line in lines)
+        header = " ".join(line.lstrip("# ") for line in lines if line.startswith("#"))
+        out.append(f"- `benchmarks/results/gpu/{log.name}`: {rows} CUDA rows. {header}")
+    return out
 
 
 def _committed_on(path: Path) -> str:

@@ -269,3 +269,19 @@ def test_overlapping_times_are_called_a_tie():
     rows = {row[1]: row for row in rows_of(report.render(runs), "n=10")}
     assert rows["eager"][3] == "1.02x (tie)"
     assert rows["torch.add"][3] == "1.50x"
+
+
+def test_gpu_logs_are_listed_with_their_machine(tmp_path):
+    (tmp_path / "2026-11-26-h200.log").write_text(
+        "# gpu_check bench, one NVIDIA H200.\n"
+        "add_ext:\n"
+        "  add   n=1e+03   cuda float32  add_ext   9.86 us\n"
+        "  add   n=1e+03   cuda float32  torch.add   11 us\n"
+    )
+    text = "\n".join(report.gpu_section(tmp_path))
+    assert "## CUDA, from GPU runs" in text
+    assert (
+        "- `benchmarks/results/gpu/2026-11-26-h200.log`: 2 CUDA rows. "
+        "gpu_check bench, one NVIDIA H200."
+    ) in text
+    assert report.gpu_section(tmp_path / "absent") == []

@@ -97,6 +97,22 @@ def test_imports_and_records_its_build(name: str):
     assert ops_of(name), f"{name} registers its ops in the {name} namespace"
 
 
+@pytest.mark.parametrize("name", [p.name for p in PACKAGE_DIRS if is_stable(p)])
+def test_stable_ops_are_tagged_pt2_compliant(name: str):
+    """Op tags through the stable API arrived in torch 2.12 (shared_build/stable_compat.h):
+    a build for 2.12 or newer (the release wheel targets 2.13) tags every public op; a build
+    for torch 2.11 (SHARED_BUILD_STABLE_TARGET=2.11) cannot tag any."""
+    from packaging.version import Version
+
+    module = import_or_skip(name)
+    tagged = Version(module._build_info.BUILD_INFO["torch_target"]) >= Version("2.12")
+    public = [op.split("::")[1] for op in ops_of(name) if not op.split("::")[1].startswith("_")]
+    assert public
+    for op in public:
+        tags = getattr(getattr(torch.ops, name), op).default.tags
+        assert (torch.Tag.pt2_compliant_tag in tags) == tagged, op
+
+
 def takes_or_returns_tensors(op: str) -> bool:
     schema = torch._C._get_schema(op, "")
     return any("Tensor" in str(item.type) for item in [*schema.arguments, *schema.returns])

@@ -22,9 +22,35 @@ import shared_build  # noqa: F401
 # The cuda/slow markers and the CUDA skip, one definition with every package's conftest.py
 # (an sdist's tests use them without this file).
 from shared_build.testing import (  # noqa: F401
+    file_scope,
     pytest_collection_modifyitems,
     pytest_configure,
 )
+
+# Test functions whose cases pytest-xdist may hand to different workers, where a file's tests
+# otherwise run on one (--dist loadfile): each case is long (30-120 s) and works in its own
+# folder, and these files would be the runs' long tails on one worker.
+SPREAD = frozenset(
+    {
+        "tests/test_examples.py::test_example_runs",
+        "shared_build/tests/test_cli.py::test_scaffolded_package_builds_and_passes_its_tests",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with the cases of the SPREAD tests as work units of their own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SpreadFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return file_scope(nodeid, SPREAD)
+
+    return SpreadFileScheduling(config, log)
+
 
 try:
     from hypothesis import HealthCheck, settings

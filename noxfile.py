@@ -475,7 +475,9 @@ def pytest_workers() -> list[str]:
 
     --dist loadfile: a test file runs on one worker, so that its module fixtures (a wheel, a
     clean virtual environment) are made once, and tests that pack the same package's sdist
-    in its folder (tests/test_distribution.py) never run at the same time."""
+    in its folder (tests/test_distribution.py) never run at the same time. The repository's
+    conftest.py refines it: the cases of a few long, independent tests (conftest.SPREAD: the
+    examples, the scaffold builds) go to whichever worker is free, so no file is a long tail."""
     workers = os.environ.get("PYTEST_WORKERS", "").strip() or "auto"
     if workers == "0":
         return ["-p", "no:xdist"]
@@ -581,6 +583,12 @@ def test_suites(env: TorchEnv, packages: list[Package]) -> list[str]:
     return [str(SHARED_BUILD / "tests"), *package_suites(env, packages), str(ROOT / "tests")]
 
 
+def once_torch_setting() -> str:
+    """REPO_ONCE_TORCH (shared_build.testing.once_torch): where the once-marked tests run."""
+    packaging = TORCH_VERSIONS[-2] if len(TORCH_VERSIONS) > 1 else TORCH_VERSIONS[-1]
+    return f"{TORCH_VERSIONS[-1]},packaging={packaging}"
+
+
 def pytest_env(env: TorchEnv) -> dict[str, str]:
     """What the test suites learn from nox."""
     installer = [UV, "pip", "install", "--index-strategy", "unsafe-best-match", *_pip_sources()]
@@ -588,8 +596,10 @@ def pytest_env(env: TorchEnv) -> dict[str, str]:
         **skipped_env(env),
         # The once-marked tests (sdists, the build journey, scaffolding: pip, setuptools and
         # shared_build with small packages) do not depend on torch's version; they run under
-        # the newest torch of the run, the one a new user gets, and skip under the others.
-        "REPO_ONCE_TORCH": TORCH_VERSIONS[-1],
+        # one torch of the run and skip under the others: most under the newest, the one a
+        # new user gets; the packaging group (tests/test_distribution.py) under the
+        # second-newest, a CUDA build too, which CI runs in its other lane (.ci/run).
+        "REPO_ONCE_TORCH": once_torch_setting(),
         # The wheels of the full-ABI packages built here: a test that needs a package's
         # wheel (tests/test_distribution.py) takes the file instead of compiling it again.
         "REPO_WHEELS": json.dumps(env.wheels()),

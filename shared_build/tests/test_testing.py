@@ -11,12 +11,14 @@ from shared_build import testing
 class FakeItem:
     """What the hook reads and writes of a pytest item: its keywords and markers."""
 
-    def __init__(self, *markers: str) -> None:
-        self.keywords = dict.fromkeys(markers, True)
+    def __init__(self, *markers: str | pytest.MarkDecorator) -> None:
+        marks = [getattr(pytest.mark, m) if isinstance(m, str) else m for m in markers]
+        self.keywords = {m.mark.name: True for m in marks}
+        self.own = [m.mark for m in marks]
         self.added: list[pytest.Mark] = []
 
     def get_closest_marker(self, name: str):
-        return next((m for m in self.added if m.name == name), None)
+        return next((m for m in self.own + self.added if m.name == name), None)
 
     def add_marker(self, marker) -> None:
         self.added.append(marker.mark)
@@ -57,3 +59,41 @@ def test_cuda_tests_skip_without_a_gpu_and_keep_one_reason(monkeypatch):
     assert cuda.skip_reason == testing.NO_CUDA_REASON
     assert both.skip_reason == testing.NO_CUDA_REASON
     assert len(both.added) == 1
+
+
+THIS = torch.__version__.split("+")[0]
+
+
+@pytest.mark.parametrize(
+    ("setting", "group", "runs"),
+    [
+        ("1.0.0", None, False),
+        ("1.0.0", "packaging", False),
+        (f"1.0.0,packaging={THIS}", "packaging", True),
+        (f"1.0.0,packaging={THIS}", None, False),
+        (f"1.0.0,packaging={THIS}", "other", False),
+        (f"{THIS},packaging=1.0.0", None, True),
+        (f"{THIS},packaging=1.0.0", "packaging", False),
+        (f"packaging={THIS}", None, True),  # no default: the other groups run anywhere
+    ],
+)
+def test_once_groups_run_under_their_own_torch(monkeypatch, setting, group, runs):
+    once = FakeItem(pytest.mark.once(group) if group else "once")
+    collect(monkeypatch, setting, once)
+    assert (once.skip_reason is None) == runs, once.skip_reason
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "scope"),
+    [
+        ("tests/test_a.py::test_x", "tests/test_a.py"),
+        ("tests/test_a.py::test_x[case-1]", "tests/test_a.py"),
+        ("tests/test_a.py::Class::test_x", "tests/test_a.py"),
+        ("tests/test_b.py::test_long[ex1]", "tests/test_b.py::test_long[ex1]"),
+        ("tests/test_b.py::test_long", "tests/test_b.py::test_long"),
+        ("tests/test_b.py::test_longer[ex1]", "tests/test_b.py"),
+        ("tests/test_b.py::test_other", "tests/test_b.py"),
+    ],
+)
+def test_a_file_is_one_work_unit_but_spread_cases_are_their_own(nodeid, scope):
+    assert testing.file_scope(nodeid, {"tests/test_b.py::test_long"}) == scope

@@ -2,7 +2,8 @@
 
 In a checkout the repository's conftest.py registers the ``cuda``, ``slow`` and ``once``
 markers, skips the cuda-marked tests when no GPU is visible, and skips the once-marked tests
-under every torch but the one REPO_ONCE_TORCH names. An extracted sdist has no repository
+under every torch but the one REPO_ONCE_TORCH names (``file_scope`` serves its pytest-xdist
+scheduler). An extracted sdist has no repository
 around it, so each package's ``tests/conftest.py`` takes the same hooks from here (the sdist
 vendors shared_build):
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,7 @@ MARKERS = {
     "once": (
         "checks builds and packaging (pip, sdists, build variants, shared_build), not torch: where REPO_ONCE_TORCH "
         "is set (nox -s tests sets it to the newest torch of the run), it runs under that "
-        "torch only"
+        'torch only; once("GROUP") runs where REPO_ONCE_TORCH names GROUP=VERSION'
     ),
 }
 NO_CUDA_REASON = (
@@ -42,20 +44,44 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{name}: {help_text}")
 
 
+def once_torch(setting: str, group: str | None) -> str | None:
+    """The torch version under which once-marked tests of ``group`` run, from REPO_ONCE_TORCH:
+    ``2.15.0`` (every group) or ``2.15.0,packaging=2.14.1`` (group packaging under 2.14.1,
+    the others under 2.15.0). None: run under any torch (the variable is unset)."""
+    default, groups = None, {}
+    for entry in filter(None, (e.strip() for e in setting.split(","))):
+        name, sep, version = entry.partition("=")
+        if sep:
+            groups[name.strip()] = version.strip()
+        else:
+            default = entry
+    return groups.get(group, default) if group else default
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     import torch
 
-    skips = []
-    if not torch.cuda.is_available():
-        skips.append(("cuda", pytest.mark.skip(reason=NO_CUDA_REASON)))
-    once_torch = os.environ.get("REPO_ONCE_TORCH", "")
-    if once_torch and once_torch != torch.__version__.split("+")[0]:
-        reason = f"runs once per nox run, under torch {once_torch} (REPO_ONCE_TORCH)"
-        skips.append(("once", pytest.mark.skip(reason=reason)))
-    for marker, skip in skips:
-        for item in items:
-            if marker in item.keywords and not item.get_closest_marker("skip"):
-                item.add_marker(skip)
+    version = torch.__version__.split("+")[0]
+    setting = os.environ.get("REPO_ONCE_TORCH", "")
+    no_cuda = None if torch.cuda.is_available() else pytest.mark.skip(reason=NO_CUDA_REASON)
+    for item in items:
+        if not item.get_closest_marker("skip"):
+            once = item.get_closest_marker("once")
+            wanted = once_torch(setting, once.args[0] if once and once.args else None)
+            if no_cuda and "cuda" in item.keywords:
+                item.add_marker(no_cuda)
+            elif once and wanted and wanted != version:
+                reason = f"runs once per nox run, under torch {wanted} (REPO_ONCE_TORCH)"
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def file_scope(nodeid: str, spread: Iterable[str] = ()) -> str:
+    """The pytest-xdist work unit of a test: its file, as ``--dist loadfile`` has it (a
+    file's module fixtures are made once, its tests never run at the same time), except the
+    cases of the test functions ``spread`` names (``path::function``: long, independent cases
+    such as the examples), each its own unit, so that no one file is a long tail."""
+    path, _, name = nodeid.partition("::")
+    return nodeid if f"{path}::{name.split('[', 1)[0]}" in spread else path
 
 
 def common_tests(package: Path, common: str) -> None:

@@ -97,3 +97,22 @@ def test_once_groups_run_under_their_own_torch(monkeypatch, setting, group, runs
 )
 def test_a_file_is_one_work_unit_but_spread_cases_are_their_own(nodeid, scope):
     assert testing.file_scope(nodeid, {"tests/test_b.py::test_long"}) == scope
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("wrong_stream", ["legacy default", "another"])
+def test_busy_side_stream_tells_the_current_stream_from_another(wrong_stream):
+    x, new = torch.zeros(1 << 20, device="cuda"), torch.ones(1 << 20, device="cuda")
+    right = testing.on_a_busy_side_stream(lambda: x.copy_(new), lambda: x * 2)
+    assert (right == 2).all()
+    x.zero_()
+    torch.cuda.synchronize()  # the other stream does not wait for the current one
+    other = torch.cuda.default_stream() if wrong_stream == "legacy default" else torch.cuda.Stream()
+
+    def on_the_wrong_stream():
+        with torch.cuda.stream(other):
+            return x * 2
+
+    wrong = testing.on_a_busy_side_stream(lambda: x.copy_(new), on_the_wrong_stream)
+    torch.cuda.synchronize()
+    assert (wrong == 0).all()  # read before the side stream's write: caught

@@ -9,6 +9,7 @@ import torch
 from torch.testing import assert_close
 
 import add_ext
+from shared_build.testing import on_a_busy_side_stream
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -284,12 +285,9 @@ def test_cuda_matches_cpu(dtype):
 def test_cuda_runs_on_current_stream_and_graph_capture():
     x = torch.randn(4096, device="cuda")
     y = torch.randn(4096, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())  # x and y were made on the default stream
-    with torch.cuda.stream(stream):
-        out = add_ext.add(x, y, 2.0)
-    stream.synchronize()
-    assert_close(out, 2 * x + y)
+    new_x = torch.randn_like(x)
+    out = on_a_busy_side_stream(lambda: x.copy_(new_x), lambda: add_ext.add(x, y, 2.0))
+    assert_close(out, 2 * new_x + y)  # the old x's sum: launched on another stream
 
     static_out = add_ext.add(x, y, 2.0)  # warm-up outside the capture
     graph = torch.cuda.CUDAGraph()

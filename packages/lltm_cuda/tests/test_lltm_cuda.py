@@ -20,6 +20,7 @@ from lltm_common.suite import *  # noqa: F403  (the shared cases, run here again
 from lltm_common.suite import DTYPES, GRAD_NAMES
 
 import lltm_cuda
+from shared_build.testing import on_a_busy_side_stream
 
 pytestmark = pytest.mark.cuda
 
@@ -93,12 +94,15 @@ def _reference(cell, x, h, c):
 def test_runs_on_the_current_stream():
     cell = lltm_cuda.LLTM(32, 128).cuda()
     x, h, c = (torch.randn(16, n, device="cuda") for n in (32, 128, 128))
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
+    new_x = torch.randn_like(x)
+
+    def step():
         new_h, new_cell = cell(x, (h, c))
         (new_h.sum() + new_cell.sum()).backward()
-    stream.synchronize()
+        return new_h
+
+    # Forward and backward read x only after the side stream wrote new_x into it.
+    new_h = on_a_busy_side_stream(lambda: x.copy_(new_x), step)
     inputs = _reference(cell, x, h, c)
     expected = lltm_forward(*inputs)
     assert_close_scaled(new_h, expected[0], torch.float32)

@@ -314,20 +314,13 @@ inline Problem check_backward(const Tensor& grad_output,
   return p;
 }
 
-// The inverse of every matrix of warp, in double, row-major; throws naming
-// the matrix when one is singular or not finite. Copies warp to the host
-// first if it lives on a GPU (a synchronisation).
+// The inverse of every matrix of warp (on the CPU), in double, row-major;
+// throws naming the matrix when one is singular or not finite. The CUDA
+// kernels invert on the device instead (no synchronisation) and write zeros.
 inline std::vector<std::array<double, 9>> inverse_warps(const Tensor& warp) {
-  // On the CPU the matrices are read in place, any strides, float or double:
-  // every call into torch's dispatcher costs about a microsecond here.
-  const Tensor host =
-      warp.is_cpu()
-          ? warp
-          : torch::stable::to(
-                warp,
-                ScalarType::Double,
-                std::nullopt,
-                torch::stable::Device(torch::headeronly::DeviceType::CPU));
+  // Read in place, any strides, float or double: every call into torch's
+  // dispatcher costs about a microsecond here.
+  const Tensor& host = warp;
   const int64_t dim = host.dim();
   const int64_t count = dim == 3 ? host.size(0) : 1;
   const int64_t stride_b = dim == 3 ? host.stride(0) : 0;

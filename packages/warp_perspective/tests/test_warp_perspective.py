@@ -1004,8 +1004,7 @@ def test_mixed_devices_cuda():
         warp(torch.rand(4, 4, device="cuda"), torch.eye(3))
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize(
+BAD_MATRICES = pytest.mark.parametrize(
     ("matrix", "message"),
     [
         ([[1.0, 2, 3], [2, 4, 6], [0, 0, 1]], r"warp matrix 0 is singular .*\[\[1, 2, 3\], \[2, 4, 6\], \[0, 0, 1\]\]"),
@@ -1015,14 +1014,62 @@ def test_mixed_devices_cuda():
     ],
     ids=["dependent-rows", "zero-row", "nan", "inf"],
 )  # fmt: skip
-def test_singular_or_non_finite_warp(device, matrix, message):
-    m = torch.tensor(matrix, device=device)
+
+
+@BAD_MATRICES
+def test_singular_or_non_finite_warp_raises_on_cpu(matrix, message):
+    m = torch.tensor(matrix)
     with pytest.raises(RuntimeError, match=message):
-        warp(torch.rand(2, 1, 4, 4, device=device), m)
+        warp(torch.rand(2, 1, 4, 4), m)
     # The index names the offending matrix of a batch.
-    batch = torch.stack([torch.eye(3, device=device), m])
+    batch = torch.stack([torch.eye(3), m])
     with pytest.raises(RuntimeError, match=message.replace("matrix 0", "matrix 1")):
-        warp(torch.rand(2, 1, 4, 4, device=device), batch)
+        warp(torch.rand(2, 1, 4, 4), batch)
+
+
+@pytest.mark.cuda
+@BAD_MATRICES
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+def test_singular_or_non_finite_warp_gives_zeros_on_cuda_without_a_sync(
+    matrix, message, padding_mode
+):
+    # Raising would need the matrices on the host: a synchronisation per call. The CUDA
+    # kernels invert on the device and write zeros for that image (and its gradient) only.
+    x = torch.rand(2, 3, 4, 4, device="cuda", requires_grad=True)
+    batch = torch.stack([torch.eye(3), torch.tensor(matrix)]).cuda()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out = warp(x, batch, padding_mode=padding_mode)
+        out.backward(torch.ones_like(out))
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(out[0], x[0].detach())
+    assert (out[1] == 0).all()
+    assert torch.equal(x.grad[0], torch.ones_like(x[0]))
+    assert (x.grad[1] == 0).all()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.uint8])
+@pytest.mark.parametrize("batched", [False, True])
+def test_cuda_forward_and_backward_never_synchronise(dtype, batched):
+    # A training step must not wait on the GPU: torch raises on any synchronising call
+    # (a copy to the host, .item()) under sync debug mode "error".
+    g = torch.Generator().manual_seed(31)
+    x = random_image((2, 3, 16, 16), dtype, g, "cuda")
+    m = random_homography(g).to(warp_dtype(dtype)).cuda()
+    m = m.expand(2, 3, 3).contiguous() if batched else m
+    floating = dtype.is_floating_point
+    x.requires_grad_(floating)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out = warp(x, m, dsize=(12, 20))
+        if floating:
+            out.backward(torch.ones_like(out))
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    tol = {"atol": 1, "rtol": 0} if dtype == torch.uint8 else {"atol": 2e-6, "rtol": 0}
+    assert_close(out.detach().cpu(), warp(x.detach().cpu(), m.cpu(), dsize=(12, 20)), **tol)
 
 
 def test_strong_but_valid_zoom_is_not_singular():
@@ -1120,13 +1167,29 @@ def test_cuda_stream_and_graph_capture():
     g = torch.Generator().manual_seed(20)
     x = random_image((2, 3, 32, 32), torch.float32, g, "cuda")
     m = random_homography(g).float().cuda()
-    expected = warp(x, m)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())  # x and m were made on the default stream
-    with torch.cuda.stream(stream):
+    new_x = random_image((2, 3, 32, 32), torch.float32, g, "cuda").requires_grad_()
+    grad_out, new_grad_out = torch.zeros_like(x), random_image(x.shape, torch.float32, g, "cuda")
+    x.requires_grad_()
+
+    def write_inputs():
+        x.detach().copy_(new_x.detach())
+        grad_out.copy_(new_grad_out)
+
+    def step():
         out = warp(x, m)
-    stream.synchronize()
+        out.backward(grad_out)
+        return out
+
+    # Forward reads x, backward grad_out, only after the side stream wrote them. (Imported
+    # here: subprocesses import this module without the conftest.py that finds shared_build.)
+    from shared_build.testing import on_a_busy_side_stream
+
+    out = on_a_busy_side_stream(write_inputs, step)
+    expected = warp(new_x, m)
+    expected.backward(new_grad_out)
     assert torch.equal(out, expected)
+    assert_close(x.grad, new_x.grad)  # atomic adds: not bit-exact
+    x = x.detach()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         captured = warp(x, m)
@@ -1135,8 +1198,7 @@ def test_cuda_stream_and_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(captured, warp(x2, m))
-    # Under capture the host-side singularity check cannot run: a singular matrix then
-    # gives zeros, not an error.
+    # On CUDA a singular matrix gives zeros, not an error, under capture as in eager.
     singular = torch.zeros(3, 3, device="cuda")
     graph2 = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph2):
@@ -1152,3 +1214,4 @@ def test_cuda_second_device_if_present():
         pytest.skip("needs two GPUs")
     x = torch.rand(1, 2, 8, 8, device="cuda:1")
     assert torch.equal(warp(x, torch.eye(3, device="cuda:1")), x)
+

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 # What a conftest.py takes with ``from shared_build.testing import *``: pytest's hooks.
 __all__ = ["pytest_collection_modifyitems", "pytest_configure"]
@@ -31,6 +34,8 @@ MARKERS = {
         'torch only; once("GROUP") runs where REPO_ONCE_TORCH names GROUP=VERSION'
     ),
 }
+# About 25-50 ms of one GPU thread spinning (at 1-2 GHz): far longer than any launch takes.
+SIDE_STREAM_SLEEP_CYCLES = 50_000_000
 NO_CUDA_REASON = (
     "no CUDA GPU visible (torch.cuda.is_available() is False); run on a GPU machine, "
     "e.g. `nox -s gpu`"
@@ -82,6 +87,28 @@ def file_scope(nodeid: str, spread: Iterable[str] = ()) -> str:
     such as the examples), each its own unit, so that no one file is a long tail."""
     path, _, name = nodeid.partition("::")
     return nodeid if f"{path}::{name.split('[', 1)[0]}" in spread else path
+
+
+def on_a_busy_side_stream(write_inputs: Callable[[], None], op: Callable[[], T]) -> T:
+    """``op()`` under ``torch.cuda.stream(side)``, queued behind a GPU sleep and then
+    ``write_inputs()`` (in-place writes of op's inputs) on that side stream; returns op's
+    result once the side stream is done.
+
+    The proof that op launches its kernels on the current stream: a kernel put on any other
+    stream (the legacy default stream, a stream of its own; PyTorch's side streams do not
+    wait for the legacy one) runs during the sleep and reads the inputs before they are
+    written, so op's result is that of the old inputs."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())  # the inputs were made on the current one
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SIDE_STREAM_SLEEP_CYCLES)
+        write_inputs()
+        result = op()
+    side.synchronize()
+    torch.cuda.current_stream().wait_stream(side)
+    return result
 
 
 def common_tests(package: Path, common: str) -> None:

@@ -49,9 +49,11 @@ template <typename scalar_t>
 using opmath_t =
     std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
 
-// Thread 0 inverts the block's matrix into shared memory. A singular matrix
-// (possible only under CUDA graph capture, where the host check cannot run)
-// leaves ok false and the block writes zeros.
+// Thread 0 inverts the block's matrix into shared memory. A singular or
+// non-finite matrix leaves ok false and the block writes zeros: raising would
+// need the matrices on the host, a synchronisation on every call (and none is
+// allowed under CUDA graph capture). The CPU kernels read the matrices in
+// place and raise instead.
 __device__ __forceinline__ void load_inverse(const void* warp,
                                              const KernelSizes& s,
                                              int64_t b,
@@ -229,18 +231,6 @@ dim3 grid_for(const Problem& p, int64_t batch) {
               static_cast<unsigned>(std::min(batch, kMaxGridZ)));
 }
 
-// The host-side check that every matrix is finite and invertible needs the
-// matrices on the host: a small copy and a synchronisation. Under CUDA graph
-// capture that is not allowed, so it is skipped and a singular matrix gives
-// zeros instead of an error.
-void check_warps_unless_capturing(const Tensor& warp, cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  STD_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  if (status == cudaStreamCaptureStatusNone) {
-    inverse_warps(warp);
-  }
-}
-
 // The current stream of tensor t's device (torch.cuda.current_stream()).
 cudaStream_t current_stream(const Tensor& t) {
   void* stream = nullptr;
@@ -311,7 +301,6 @@ Tensor forward_cuda(const Tensor& image,
              device_name(image));
   const torch::stable::accelerator::DeviceGuard guard(image.get_device_index());
   const cudaStream_t stream = current_stream(image);
-  check_warps_unless_capturing(p.warp, stream);
   const int64_t batch = p.input.size(0);
   Tensor out = empty_planes(p.input, p.dst_h, p.dst_w);
   if (out.numel() == 0) {
@@ -354,7 +343,6 @@ Tensor backward_cuda(const Tensor& grad_output,
   const torch::stable::accelerator::DeviceGuard guard(
       grad_output.get_device_index());
   const cudaStream_t stream = current_stream(grad_output);
-  check_warps_unless_capturing(p.warp, stream);
   const int64_t batch = p.input.size(0);
   Tensor grad_image = empty_planes(p.input, p.src_h, p.src_w);
   torch::stable::zero_(grad_image);

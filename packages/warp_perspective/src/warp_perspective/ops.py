@@ -45,7 +45,9 @@ def warp_perspective(
     image: (H, W), (C, H, W) or (B, C, H, W); float32, float64 or uint8.
     warp: (3, 3), shared by the batch, or (B, 3, 3): the matrix that maps source pixel
     coordinates to destination ones (pixel centres at integers), same dtype as a floating
-    image (float32 or float64 for uint8). Must be invertible.
+    image (float32 or float64 for uint8). Must be invertible: on the CPU a singular or
+    non-finite matrix raises; on CUDA its image comes out as zeros (checking there would
+    synchronise with the GPU on every call).
     dsize: (out_h, out_w), default the image's (H, W). Note the order: cv2 takes (w, h).
     interpolation: "bilinear" or "nearest". padding_mode: "zeros" (cv2.BORDER_CONSTANT
     with 0) or "border" (cv2.BORDER_REPLICATE).

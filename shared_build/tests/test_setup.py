@@ -381,3 +381,66 @@ def test_remove_stale_modules_keeps_only_the_target(tmp_path: Path) -> None:
 
 def test_remove_stale_modules_without_a_folder_yet(tmp_path: Path) -> None:
     assert setup_helpers.remove_stale_modules(tmp_path / "missing" / "_C.abi3.so") == []
+
+
+def _dynamic(root: Path) -> Path:
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text().replace(
+        'version = "1.2.3"', 'version = "1.2.3"\ndynamic = ["dependencies"]'
+    )
+    pyproject.write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("abi", "torch_version", "env", "expected"),
+    [
+        # The full ABI: exactly the release built against, whatever its local label.
+        ("full", "2.14.1+cu130", {}, "torch==2.14.1"),
+        ("full", "2.13.0+cpu", {}, "torch==2.13.0"),
+        # An sdist's metadata (no torch imported): the oldest a build can take.
+        ("full", None, {}, "torch>=2.11"),
+        # The stable ABI: the target and newer, under any torch that can build it.
+        ("stable", "2.15.0", {}, f"torch>={setup_helpers.STABLE_TARGET}"),
+        ("stable", None, {}, f"torch>={setup_helpers.STABLE_TARGET}"),
+        ("stable", "2.11.0+cu130", {"SHARED_BUILD_STABLE_TARGET": "2.11"}, "torch>=2.11"),
+    ],
+)
+def test_runtime_requirements_follow_the_abi(tmp_path, abi, torch_version, env, expected):
+    root = _dynamic(make_package(tmp_path, f'abi = "{abi}"\ndependencies = ["numpy"]\n'))
+    config = setup_helpers.read_config(root)
+    assert setup_helpers.runtime_requirements(config, env, torch_version) == [
+        expected,
+        "packaging",
+        "numpy",
+    ]
+
+
+def test_static_dependencies_are_left_alone(tmp_path):
+    config = setup_helpers.read_config(make_package(tmp_path))
+    assert setup_helpers.runtime_requirements(config, {}, "2.14.1") is None
+
+
+def test_extra_dependencies_need_dynamic_dependencies(tmp_path):
+    with pytest.raises(BuildError, match=r'dynamic = \["dependencies"\]; list them in'):
+        setup_helpers.read_config(make_package(tmp_path, 'dependencies = ["numpy"]\n'))
+
+
+def test_git_provenance(tmp_path):
+    import subprocess
+
+    assert setup_helpers.git_provenance(tmp_path) == {"git_commit": None, "git_dirty": None}
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "a.txt").write_text("1")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert setup_helpers.git_provenance(tmp_path) == {
+        "git_commit": head.strip(),
+        "git_dirty": False,
+    }
+    (tmp_path / "untracked.txt").write_text("not part of the build's sources")
+    assert setup_helpers.git_provenance(tmp_path)["git_dirty"] is False
+    (tmp_path / "a.txt").write_text("2")
+    assert setup_helpers.git_provenance(tmp_path)["git_dirty"] is True

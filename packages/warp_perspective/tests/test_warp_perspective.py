@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -1215,3 +1216,52 @@ def test_cuda_second_device_if_present():
     x = torch.rand(1, 2, 8, 8, device="cuda:1")
     assert torch.equal(warp(x, torch.eye(3, device="cuda:1")), x)
 
+
+# ---- the CUDA library under another CUDA torch ---------------------------------------------
+
+CUDA_OFF_CHECK = """
+import torch, warp_perspective
+assert warp_perspective.__file__.startswith(sys.argv[1]), warp_perspective.__file__
+x = torch.rand(1, 2, 8, 8)
+assert torch.equal(warp_perspective.warp_perspective(x, torch.eye(3)), x)  # the CPU kernel
+config = warp_perspective.build_config()
+assert config["cuda"] == "no", config
+op = torch.ops.warp_perspective.warp_perspective.default
+try:  # the op's CUDA kernel, called as a CUDA tensor would call it (no GPU needed)
+    op.redispatch(torch._C.DispatchKeySet("CUDA"), x, torch.eye(3), None, "bilinear", "zeros")
+except RuntimeError as error:
+    assert str(error) == config["cuda_off"], (str(error), config["cuda_off"])
+    print(error)
+else:
+    raise AssertionError("the CUDA kernel ran")
+""".replace("import torch", "import sys, torch", 1)
+
+
+@pytest.mark.skipif(
+    not warp_perspective.BUILD_INFO.get("cuda_library") or torch.version.cuda is None,
+    reason="needs a build with CUDA kernels under a CUDA build of torch",
+)
+@pytest.mark.parametrize("case", ["another-cuda-major", "library-does-not-load"])
+def test_cuda_kernels_off_keep_cpu_working_and_say_why(tmp_path, case):
+    # One stable wheel meets torch builds of several CUDA majors (cu126 and cu130 torch
+    # 2.14.1): simulated on a copy of the installed package.
+    copy = tmp_path / "warp_perspective"
+    shutil.copytree(Path(warp_perspective.__file__).parent, copy)
+    built = warp_perspective.BUILD_INFO["cuda"]
+    if case == "another-cuda-major":
+        info = copy / "_build_info.py"
+        other = "12.8" if not built.startswith("12.") else "13.0"
+        info.write_text(info.read_text().replace(f"'cuda': '{built}'", f"'cuda': '{other}'"))
+        expected = f"they are built for CUDA {other} and this torch"
+    else:
+        (library,) = copy.glob(warp_perspective.BUILD_INFO["cuda_library"] + ".*")
+        library.write_bytes(b"not a shared library")
+        expected = f"{library.name} did not load"
+    done = subprocess.run(
+        [sys.executable, "-c", CUDA_OFF_CHECK, str(copy)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    sentence = done.stdout.strip()
+    assert sentence.startswith("warp_perspective's CUDA kernels are off: "), sentence
+    assert (expected in sentence and "; install" in sentence) or "; reinstall" in sentence, sentence

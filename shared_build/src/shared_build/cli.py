@@ -20,7 +20,7 @@ def _repo_packages_dir(start: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m shared_build",
+        prog="shared-build",
         description="Scaffold, diagnose and inspect PyTorch C++/CUDA extension packages.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

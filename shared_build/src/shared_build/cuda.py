@@ -456,11 +456,14 @@ def resolve_arch_list(
     env: Mapping[str, str],
     visible_capabilities: Sequence[tuple[int, int]],
     toolkit_archs: Sequence[str],
+    torch_archs: Sequence[str] = (),
 ) -> tuple[str, str]:
     """(TORCH_CUDA_ARCH_LIST, where it came from).
 
-    The variable wins when set; else the visible GPUs' capabilities; else the documented
-    default, keeping only what the toolkit can target.
+    The variable wins when set; else the visible GPUs' capabilities; else the architectures
+    torch itself was built for (``torch_archs``: a wheel runs on the GPUs its torch runs
+    on), with PTX of the newest for GPUs newer than all of them; else the documented
+    default. Only what the toolkit can target is kept.
     """
     explicit = env.get("TORCH_CUDA_ARCH_LIST", "").strip()
     if explicit and explicit != "native":
@@ -482,12 +485,16 @@ def resolve_arch_list(
             "TORCH_CUDA_ARCH_LIST=native needs a visible GPU and none is; name the "
             'architectures instead, for example TORCH_CUDA_ARCH_LIST="9.0"'
         )
-    wanted = [a.replace("+PTX", "") for a in DEFAULT_ARCH_LIST.split(";")]
+    if torch_archs:
+        wanted, origin = sorted(set(torch_archs), key=_arch_key), "torch's own (no GPU visible)"
+    else:
+        wanted = [a.replace("+PTX", "") for a in DEFAULT_ARCH_LIST.split(";")]
+        origin = "the default (no GPU visible)"
     kept = [a for a in wanted if not supported or a in supported]
     if not kept:
         raise BuildError(
-            f"the CUDA toolkit can target none of the default architectures "
-            f"{DEFAULT_ARCH_LIST}; set TORCH_CUDA_ARCH_LIST to the GPUs you build for"
+            f"the CUDA toolkit can target none of the architectures {';'.join(wanted)} "
+            f"({origin}); set TORCH_CUDA_ARCH_LIST to the GPUs you build for"
         )
     kept[-1] += "+PTX"
-    return ";".join(kept), "the default (no GPU visible)"
+    return ";".join(kept), origin

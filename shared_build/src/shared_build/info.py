@@ -106,8 +106,19 @@ def describe(name: str) -> list[tuple[str, str]]:
         ("debug", "yes" if info.get("debug") else "no"),
         ("libraries", ", ".join(libraries) or "none"),
         ("source", str(info.get("source_dir"))),
+        ("git commit", _commit_text(info)),
     ]
     return rows
+
+
+def _commit_text(info: dict[str, object]) -> str:
+    """The commit the build came from, and whether its tree had uncommitted changes."""
+    commit = info.get("git_commit")
+    if not commit:
+        return "not recorded (built outside a git checkout, e.g. from an sdist)"
+    dirty = info.get("git_dirty")
+    state = {True: "with uncommitted changes", False: "clean tree"}.get(dirty, "tree state unknown")
+    return f"{commit} ({state})"
 
 
 def main(name: str) -> int:

@@ -196,6 +196,72 @@ def cuda_library_path(info: dict[str, Any], package_dir: str, torch_cuda: str | 
     return None
 
 
+# The Library objects of the raising CUDA kernels (a Library unregisters when collected).
+_RAISING_CUDA_KERNELS: list[Any] = []
+
+
+def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) -> str | None:
+    """Load a stable-ABI package's CUDA library (``_C_cuda``) under a CUDA torch.
+
+    Returns None when its kernels are in, or when there is nothing to load (a build without
+    CUDA kernels, a CPU-only torch). Otherwise, when the library is for another CUDA major
+    than torch's or does not load, the package must still import and run on the CPU (one
+    stable wheel meets torch builds of several CUDA majors, pytorch#187320): this registers
+    CUDA kernels for the namespace's ops that raise one sentence, why the CUDA kernels are
+    off and what to install, and returns that sentence.
+    """
+    import torch
+
+    name = info.get("cuda_library")
+    torch_cuda = torch.version.cuda
+    if not name or torch_cuda is None:
+        return None
+    from packaging.version import Version
+
+    package = info.get("package", namespace)
+    built = info.get("cuda")
+    path = cuda_library_path(info, package_dir, torch_cuda)
+    if built and Version(built).major != Version(torch_cuda).major:
+        reason = (
+            f"{package}'s CUDA kernels are off: they are built for CUDA {built} and this "
+            f"torch {torch.__version__} uses CUDA {torch_cuda}; install a torch built with "
+            f"CUDA {Version(built).major} or build {package} from source against this torch"
+        )
+    elif path is None:
+        reason = (
+            f"{package}'s CUDA kernels are off: its CUDA library {name} is missing from "
+            f"{package_dir}; reinstall {package}"
+        )
+    else:
+        try:
+            torch.ops.load_library(path)
+            return None
+        except (OSError, RuntimeError) as error:
+            detail = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
+            reason = (
+                f"{package}'s CUDA kernels are off: {os.path.basename(path)} did not load "
+                f"({detail}); reinstall {package} for this torch {torch.__version__} (CUDA "
+                f"{torch_cuda}) or build it from source against it"
+            )
+    library = torch.library.Library(namespace, "IMPL")
+    for op in torch._C._dispatch_get_all_op_names():
+        if op.startswith(f"{namespace}::") and not torch._C._dispatch_has_kernel_for_dispatch_key(
+            op, "CUDA"
+        ):
+            library.impl(op.split("::", 1)[1], _raiser(reason), "CUDA")
+    _RAISING_CUDA_KERNELS.append(library)
+    return reason
+
+
+def _raiser(reason: str) -> Any:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(reason)
+
+    return kernel
+
+
 # Namespaces whose C++ symbols a stable-ABI library must not import: they change from
 # one torch release to the next. The C shim (aoti_torch_*, torch_*) is what it may use.
 _UNSTABLE_NAMESPACE = r"(?<![\w:])(c10|at|torch|caffe2)::"

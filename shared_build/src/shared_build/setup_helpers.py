@@ -33,6 +33,8 @@ from .errors import BuildError
 
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE / "include"
+# On Linux, ahead of the system's headers: see glibc_compat/sys/single_threaded.h.
+GLIBC_COMPAT_DIR = HERE / "glibc_compat"
 RUNTIME_TEMPLATE = HERE / "runtime.py"
 BUILD_INFO_MARKER = "BUILD_INFO: dict[str, Any] = {}"
 BUILD_INFO_FILE = "_build_info.py"
@@ -79,6 +81,10 @@ class PackageConfig:
     # into this package's module, its python/ installed as <name>._<folder name>.
     common: Path | None = None
     abi: str = "full"
+    # [project] dynamic = ["dependencies"]: shared_build writes them (runtime_requirements),
+    # the torch requirement from the torch built against, plus these.
+    dynamic_dependencies: bool = False
+    dependencies: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -129,12 +135,20 @@ def read_config(root: Path) -> PackageConfig:
             f'[tool.shared_build] abi = "stable" in {pyproject} makes one abi3 wheel: drop '
             "limited_api = false (pybind11 and the full Python C API are not stable)"
         )
+    dynamic_dependencies = "dependencies" in project.get("dynamic", [])
+    dependencies = table.pop("dependencies", [])
+    if dependencies and not dynamic_dependencies:
+        raise BuildError(
+            f"[tool.shared_build] dependencies in {pyproject} are for a package whose [project] "
+            'dynamic = ["dependencies"]; list them in [project] dependencies instead'
+        )
     allowed = {"libraries", "library_dirs", "include_dirs", "extra_link_args", "define_macros"}
     unknown = set(table) - allowed
     if unknown:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
-            f"abi, common, cuda, module, python_module, limited_api, {', '.join(sorted(allowed))}"
+            f"abi, common, cuda, dependencies, module, python_module, limited_api, "
+            f"{', '.join(sorted(allowed))}"
         )
     return PackageConfig(
         root=root,
@@ -146,6 +160,8 @@ def read_config(root: Path) -> PackageConfig:
         limited_api=bool(limited_api),
         common=common,
         abi=abi,
+        dynamic_dependencies=dynamic_dependencies,
+        dependencies=list(dependencies),
         extra=table,
     )
 
@@ -326,6 +342,54 @@ def _compiler_version(command: str) -> str:
     return out.splitlines()[0].strip() if out else command
 
 
+def git_provenance(source: Path) -> dict[str, Any]:
+    """The git commit the sources were built from and whether the work tree differed from
+    it (tracked files only); both None outside a git checkout (an sdist's build)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(source), *args],
+                capture_output=True, text=True, timeout=30, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return {"git_commit": None, "git_dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": None if status is None else bool(status)}
+
+
+def runtime_requirements(
+    config: PackageConfig, env: Mapping[str, str], torch_version: str | None
+) -> list[str] | None:
+    """The [project] dependencies shared_build writes for a package that declares them
+    dynamic, or None. The torch requirement follows the ABI: the release built against for
+    the full ABI (its C++ symbols change with every release; torchvision pins its torch the
+    same way), so that pip refuses or replaces a mismatched torch before an import could
+    fail; the stable target and newer for the stable ABI. Without torch (an sdist's
+    metadata) the oldest torch a build can take, made exact by the build. Then packaging,
+    which the runtime check (_build_info.py) imports, and [tool.shared_build] dependencies.
+    """
+    if not config.dynamic_dependencies:
+        return None
+    if config.abi == "stable":
+        target = (
+            knobs.stable_target(env, STABLE_TARGET, torch_version)
+            if torch_version
+            else env.get("SHARED_BUILD_STABLE_TARGET", "").strip() or STABLE_TARGET
+        )
+        torch_requirement = f"torch>={target}"
+    elif torch_version:
+        torch_requirement = f"torch=={Version(torch_version).public}"
+    else:
+        torch_requirement = f"torch>={knobs.OLDEST_STABLE_TARGET}"
+    return [torch_requirement, "packaging", *config.dependencies]
+
+
 def _site_dirs(torch_module: Any) -> list[str]:
     dirs = [str(Path(torch_module.__file__).resolve().parents[1])]
     try:
@@ -336,6 +400,16 @@ def _site_dirs(torch_module: Any) -> list[str]:
     if isinstance(user, str):
         dirs.append(user)
     return [d for i, d in enumerate(dirs) if d not in dirs[:i]]
+
+
+def _torch_archs(torch_module: Any) -> list[str]:
+    """The GPU architectures this torch's own kernels were built for ("8.0", ...), read
+    without a GPU; [] where torch does not say."""
+    try:
+        flags = torch_module._C._cuda_getArchFlags()
+    except (AttributeError, RuntimeError):
+        return []
+    return cuda_mod.parse_nvcc_gpu_codes(flags or "")
 
 
 def _visible_capabilities(torch_module: Any) -> list[tuple[int, int]]:
@@ -532,11 +606,15 @@ def _setup_kwargs(
     if is_metadata_only(argv):
         # Building a wheel without torch cannot end well: say so in the front end's first
         # hook, before it downloads the runtime dependencies. An sdist needs no torch.
+        metadata_torch = None
         if wheel_hook(orig_argv) is not None:
-            import_torch(package)
+            metadata_torch = import_torch(package).__version__
         # egg_info (get_requires_*, sdist) writes src/<name>.egg-info by default; an sdist
         # needs only the PKG-INFO it copies from there.
         kwargs["options"] = {"egg_info": _egg_info_options(build_root(env, package))}
+        requirements = runtime_requirements(config, env, metadata_torch)
+        if requirements is not None:
+            kwargs["install_requires"] = requirements
         return kwargs
 
     torch = import_torch(package)
@@ -574,6 +652,11 @@ def _setup_kwargs(
         *config.extra.get("include_dirs", []),
         *overrides.get("include_dirs", []),
     ]
+    if sys.platform.startswith("linux"):
+        # Ahead of the system's headers, for C++ and for nvcc's host compiler: the wheel
+        # needs no glibc newer than 2.28 (glibc_compat/sys/single_threaded.h says why).
+        for key in compile_args:
+            compile_args[key] += ["-isystem", str(GLIBC_COMPAT_DIR)]
     define_macros = [
         tuple(m) if isinstance(m, (list, tuple)) else (m, None)
         for m in [*config.extra.get("define_macros", []), *overrides.get("define_macros", [])]
@@ -599,7 +682,7 @@ def _setup_kwargs(
             ).stdout
         )
         arch_list, arch_origin = cuda_mod.resolve_arch_list(
-            env, _visible_capabilities(torch), toolkit_archs
+            env, _visible_capabilities(torch), toolkit_archs, _torch_archs(torch)
         )
         env["TORCH_CUDA_ARCH_LIST"] = arch_list
         define_macros.append(("WITH_CUDA", None))
@@ -705,6 +788,7 @@ def _setup_kwargs(
         "abi": config.abi,
         "torch_target": target if stable else None,
         "cuda_library": cuda_library,
+        **git_provenance(root),
         **overrides.get("build_info", {}),
     }
     tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
@@ -717,6 +801,9 @@ def _setup_kwargs(
     )
     _log(summary)
 
+    requirements = runtime_requirements(config, env, torch.__version__)
+    if requirements is not None:
+        kwargs["install_requires"] = requirements
     kwargs["ext_modules"] = [extension, *extensions]
     kwargs["cmdclass"]["build_ext"] = _make_build_ext(info, config.python_module)
     kwargs["options"] = {

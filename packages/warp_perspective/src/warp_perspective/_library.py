@@ -11,12 +11,15 @@ from pathlib import Path
 
 import torch
 
-from ._build_info import BUILD_INFO
+from ._build_info import BUILD_INFO, load_cuda_kernels
 from ._build_info import cuda_library_path as _cuda_library_for
 
 # shared_build's python_module = false: plain shared libraries, no ABI suffix.
 _HERE = Path(__file__).resolve().parent
 _LIBRARY = _HERE / "_C.so"
+# Why the CUDA kernels are off under this CUDA torch (another CUDA major than the build's,
+# a library that did not load), or None; set by load_library.
+cuda_kernels_off: str | None = None
 
 
 def library_path() -> str:
@@ -38,8 +41,9 @@ def cuda_library_path() -> str | None:
 
 
 def load_library() -> None:
-    """Register the ops with torch's dispatcher (idempotent, like every dlopen)."""
+    """Register the ops with torch's dispatcher (idempotent, like every dlopen). Where the
+    CUDA kernels cannot load under this torch, the ops' CUDA kernels raise the sentence
+    saying why (``build_config()["cuda_off"]``) and the CPU kernels work as ever."""
+    global cuda_kernels_off
     torch.ops.load_library(library_path())
-    cuda = cuda_library_path()
-    if cuda is not None:
-        torch.ops.load_library(cuda)
+    cuda_kernels_off = load_cuda_kernels(BUILD_INFO, str(_HERE), "warp_perspective")

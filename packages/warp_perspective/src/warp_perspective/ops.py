@@ -78,10 +78,15 @@ def warp_perspective(
 
 def build_config() -> dict[str, str]:
     """What the loaded op library was built with (cpu_backend, cpu_default, opencv,
-    cxx11_abi), whether its CUDA kernels are loaded (cuda: "yes" or "no"), and the CPU
-    loops it runs on this machine (cpu_geometry: "avx512", "avx2" or "portable")."""
+    cxx11_abi), whether its CUDA kernels are loaded (cuda: "yes" or "no"; cuda_off: why
+    not under a CUDA torch, else ""), and the CPU loops it runs on this machine
+    (cpu_geometry: "avx512", "avx2" or "portable")."""
+    from . import _library
+
     config = parse_build_config(torch.ops.warp_perspective._build_config())
-    config["cuda"] = "yes" if cuda_library_path() is not None else "no"
+    off = _library.cuda_kernels_off
+    config["cuda"] = "yes" if cuda_library_path() is not None and not off else "no"
+    config["cuda_off"] = off or ""
     return config
 
 

@@ -88,6 +88,37 @@ def test_installed_metadata_names_the_torch_it_needs(name: str):
     assert "packaging" in requirements
 
 
+# The oldest glibc our wheels load on (nox -s release's manylinux_2_28).
+OLDEST_GLIBC = (2, 28)
+
+
+@pytest.mark.parametrize("name", package_names())
+def test_libraries_need_no_glibc_newer_than_manylinux_2_28(name: str):
+    """What auditwheel would refuse: a glibc symbol version past 2.28 in any library of
+    the installed package (under this torch's headers and CUDA). Checked under every torch,
+    where the release proof of tests/test_distribution.py runs under one."""
+    import shutil
+    import subprocess
+
+    if shutil.which("objdump") is None:
+        pytest.skip("needs objdump (binutils)")
+    module = import_or_skip(name)
+    libraries = sorted(Path(module.__file__).parent.glob("*.so"))
+    assert libraries, f"no shared library in the installed {name}"
+    for library in libraries:
+        symbols = subprocess.run(
+            ["objdump", "-T", str(library)], capture_output=True, text=True, check=True
+        ).stdout
+        too_new = sorted(
+            {
+                f"{m.group(3)}@GLIBC_{m.group(1)}.{m.group(2)}"
+                for m in re.finditer(r"\(GLIBC_(\d+)\.(\d+)[^)]*\)\s+(\S+)", symbols)
+                if (int(m.group(1)), int(m.group(2))) > OLDEST_GLIBC
+            }
+        )
+        assert not too_new, f"{library.name} needs glibc > 2.28: {too_new}"
+
+
 @pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)
 def test_module_init_uses_the_macro(root: Path):
     """The C++ side never hard-codes the Python module name."""

@@ -653,10 +653,14 @@ def _setup_kwargs(
         *overrides.get("include_dirs", []),
     ]
     if sys.platform.startswith("linux"):
-        # Ahead of the system's headers, for C++ and for nvcc's host compiler: the wheel
-        # needs no glibc newer than 2.28 (glibc_compat/sys/single_threaded.h says why).
+        # The wheel needs no glibc newer than 2.28 (manylinux_2_28):
+        # - glibc_compat/ ahead of the system's headers, for C++ and for nvcc's host
+        #   compiler (glibc_compat/sys/single_threaded.h says why);
+        # - NVTX_DISABLE: CUDA 13.2's headers compile NVTX3's loader into every .cu
+        #   object, and it calls dlopen, dlsym and dlclose at GLIBC_2.34. Our kernels
+        #   emit no NVTX ranges (torch's own, in its libraries, are untouched).
         for key in compile_args:
-            compile_args[key] += ["-isystem", str(GLIBC_COMPAT_DIR)]
+            compile_args[key] += ["-isystem", str(GLIBC_COMPAT_DIR), "-DNVTX_DISABLE"]
     define_macros = [
         tuple(m) if isinstance(m, (list, tuple)) else (m, None)
         for m in [*config.extra.get("define_macros", []), *overrides.get("define_macros", [])]

@@ -213,8 +213,6 @@ class TorchEnv:
         self.built: list[str] = []
         self.from_wheel: list[str] = []
         self.build_seconds: dict[str, float] = {}
-        # The stable-ABI packages' one wheels installed here, by package name.
-        self.stable_wheels: dict[str, str] = {}
 
     @property
     def env(self) -> dict[str, str]:
@@ -338,7 +336,7 @@ class TorchEnv:
     def wheels(self) -> dict[str, str]:
         """The wheel file of each package installed here, by package name."""
         found = {w.parent.name: str(w) for w in sorted(self.wheels_dir.glob("*/*.whl"))}
-        return {n: w for n, w in {**found, **self.stable_wheels}.items() if n in self.built}
+        return {n: w for n, w in found.items() if n in self.built}
 
     def knobs(self) -> str:
         """The build knobs a build here sees, one NAME=value a line (part of every digest)."""
@@ -363,7 +361,6 @@ class TorchEnv:
             )
         self.built.append(package.name)
         self.from_wheel.append(package.name)
-        self.stable_wheels[package.name] = str(wheel)
 
     def install_packages(
         self, packages: list[Package], wheels: dict[str, Path] | None = None

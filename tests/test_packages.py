@@ -98,24 +98,16 @@ def test_libraries_need_no_glibc_newer_than_manylinux_2_28(name: str):
     the installed package (under this torch's headers and CUDA). Checked under every torch,
     where the release proof of tests/test_distribution.py runs under one."""
     import shutil
-    import subprocess
 
-    if shutil.which("objdump") is None:
-        pytest.skip("needs objdump (binutils)")
+    from shared_build.runtime import glibc_newer_than
+
+    if shutil.which("nm") is None:
+        pytest.skip("needs nm (binutils)")
     module = import_or_skip(name)
     libraries = sorted(Path(module.__file__).parent.glob("*.so"))
     assert libraries, f"no shared library in the installed {name}"
     for library in libraries:
-        symbols = subprocess.run(
-            ["objdump", "-T", str(library)], capture_output=True, text=True, check=True
-        ).stdout
-        too_new = sorted(
-            {
-                f"{m.group(3)}@GLIBC_{m.group(1)}.{m.group(2)}"
-                for m in re.finditer(r"\(GLIBC_(\d+)\.(\d+)[^)]*\)\s+(\S+)", symbols)
-                if (int(m.group(1)), int(m.group(2))) > OLDEST_GLIBC
-            }
-        )
+        too_new = glibc_newer_than(str(library), OLDEST_GLIBC)
         assert not too_new, f"{library.name} needs glibc > 2.28: {too_new}"
 
 

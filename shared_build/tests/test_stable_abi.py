@@ -159,3 +159,37 @@ def test_unstable_symbols_finds_cxx_torch_symbols(tmp_path):
     found = runtime.unstable_symbols(str(library))
     assert found == ["at::Tensor::dim() const", "c10::fail(int)"]
     assert not any(re.search("aoti|format", s) for s in found)
+
+
+@pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
+def test_stable_checks_header_throws_the_sentence_and_writes_parts_as_python(tmp_path):
+    """stable_checks.h: the message is exactly the parts (no file or line), sizes and
+    layouts as Python prints them; compiled against this torch's stable headers."""
+    from torch.utils.cpp_extension import include_paths, library_paths
+
+    source = tmp_path / "main.cpp"
+    source.write_text(
+        "#include <shared_build/stable_checks.h>\n"
+        "#include <iostream>\n"
+        "int main() {\n"
+        "  try {\n"
+        '    SHARED_BUILD_CHECK(1 + 1 == 2, "never");\n'
+        '    SHARED_BUILD_CHECK(false, "op: x must be 2-D, got shape ", shared_build::Sizes{{2, 3, 4}},\n'
+        '                       " and layout ", shared_build::layout_name(\n'
+        "                           torch::headeronly::Layout::SparseCsr));\n"
+        "  } catch (const std::runtime_error& e) {\n"
+        "    std::cout << e.what() << std::endl;\n"
+        "  }\n"
+        "  std::cout << shared_build::Sizes{{}} << std::endl;\n"
+        "}\n"
+    )
+    program = tmp_path / "main"
+    shared = REPO / "shared_build/src/shared_build/include"
+    (lib,) = library_paths()[:1]
+    subprocess.run(
+        ["g++", "-std=c++20", *[f"-I{p}" for p in (*include_paths(), shared)], str(source),
+         "-o", str(program), f"-L{lib}", f"-Wl,-rpath,{lib}", "-ltorch_cpu", "-lc10"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    out = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["op: x must be 2-D, got shape [2, 3, 4] and layout SparseCsr", "[]"]

@@ -3,19 +3,17 @@
 // the C shim, so one build loads under every torch from 2.13 on.
 #pragma once
 
+#include <shared_build/stable_checks.h>
 #include <shared_build/stable_compat.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/Layout.h>
 #include <torch/headeronly/core/ScalarType.h>
-#include <torch/headeronly/util/Exception.h>
 
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <sstream>
-#include <stdexcept>
 #include <tuple>
 
 namespace gc_cpp {
@@ -38,23 +36,8 @@ inline bool is_sparse_adj(const Tensor& adj) {
   return layout == Layout::Sparse || layout == Layout::SparseCsr;
 }
 
-// Throws std::runtime_error (RuntimeError in Python) whose message is the
-// arguments written one after the other: the sentences of the data-dependent
-// checks, which no fake kernel can make (STD_TORCH_CHECK would prefix the
-// function, file and line).
-template <typename... Args>
-[[noreturn]] void fail(const Args&... args) {
-  std::ostringstream message;
-  ((message << args), ...);
-  throw std::runtime_error(message.str());
-}
-
-#define GC_CPP_CHECK(cond, ...)    \
-  do {                             \
-    if (!(cond)) {                 \
-      ::gc_cpp::fail(__VA_ARGS__); \
-    }                              \
-  } while (false)
+// The sentences of the data-dependent checks, which no fake kernel can make.
+using shared_build::fail;
 
 // Calls an ATen op through the stable dispatcher entry point: `stack` holds
 // every argument of the schema (defaults included) and receives the outputs.

@@ -37,7 +37,7 @@ Tensor transposed(const Tensor& a) {
   // (torch::stable::transpose) costs about as much as a 16 x 16 product. The
   // shim's offset is added to a's own (0: the same first element).
   // The one view not made by an ATen op, which would check its arguments.
-  STD_TORCH_CHECK(a.dim() == 2, "gc_cpp: transposed() needs a 2-D tensor");
+  SHARED_BUILD_CHECK(a.dim() == 2, "gc_cpp: transposed() needs a 2-D tensor");
   const std::array<int64_t, 2> sizes{a.size(1), a.size(0)};
   const std::array<int64_t, 2> strides{a.stride(1), a.stride(0)};
   AtenTensorHandle view = nullptr;

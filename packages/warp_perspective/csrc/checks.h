@@ -6,7 +6,6 @@
 // through both and compares the messages).
 #pragma once
 
-#include <torch/headeronly/core/DeviceType.h>
 #include <torch/headeronly/core/Layout.h>
 
 #include <sstream>
@@ -17,73 +16,9 @@
 
 namespace warp_perspective {
 
-inline std::ostream& operator<<(std::ostream& out, const Sizes& sizes) {
-  out << "[";
-  for (size_t i = 0; i < sizes.values.size(); ++i) {
-    out << (i ? ", " : "") << sizes.values[i];
-  }
-  return out << "]";
-}
-
-// Sizes written as torch writes them, for messages.
-inline Sizes sizes_of(const Tensor& t) {
-  const auto s = t.sizes();
-  return Sizes{std::vector<int64_t>(s.begin(), s.end())};
-}
-
-// cpu, cuda:0, meta ... as str(tensor.device) in Python.
-inline std::string device_name(const Tensor& t) {
-  using torch::headeronly::DeviceType;
-  const auto device = t.device();
-  std::string name;
-  switch (device.type()) {
-    case DeviceType::CPU:
-      name = "cpu";
-      break;
-    case DeviceType::CUDA:
-      name = "cuda";
-      break;
-    case DeviceType::Meta:
-      name = "meta";
-      break;
-    case DeviceType::XPU:
-      name = "xpu";
-      break;
-    case DeviceType::MPS:
-      name = "mps";
-      break;
-    default:
-      name = "device type " + std::to_string(static_cast<int>(device.type()));
-  }
-  if (device.index() >= 0) {
-    name += ":" + std::to_string(device.index());
-  }
-  return name;
-}
-
-inline const char* layout_name(torch::headeronly::Layout layout) {
-  using torch::headeronly::Layout;
-  switch (layout) {
-    case Layout::Strided:
-      return "Strided";
-    case Layout::Sparse:
-      return "Sparse";
-    case Layout::SparseCsr:
-      return "SparseCsr";
-    case Layout::SparseCsc:
-      return "SparseCsc";
-    case Layout::SparseBsr:
-      return "SparseBsr";
-    case Layout::SparseBsc:
-      return "SparseBsc";
-    case Layout::Mkldnn:
-      return "Mkldnn";
-    case Layout::Jagged:
-      return "Jagged";
-    default:
-      return "unknown";
-  }
-}
+using shared_build::device_name;
+using shared_build::layout_name;
+using shared_build::sizes_of;
 
 inline Interpolation parse_interpolation(const std::string& s) {
   if (s == "bilinear") {
@@ -116,76 +51,80 @@ inline Padding parse_padding(const std::string& s) {
 inline void check_warp(const Tensor& x,
                        const char* x_name,
                        const Tensor& warp) {
-  WARP_CHECK(warp.defined(), "warp_perspective: warp is undefined");
-  WARP_CHECK(warp.layout() == torch::headeronly::Layout::Strided,
-             "warp_perspective: warp must be a dense (strided) tensor, got ",
-             layout_name(warp.layout()));
-  WARP_CHECK((warp.dim() == 2 || warp.dim() == 3) && warp.size(-1) == 3 &&
-                 warp.size(-2) == 3,
-             "warp_perspective: warp must be a 3x3 matrix or a batch of "
-             "them (B, 3, 3), got shape ",
-             sizes_of(warp));
-  WARP_CHECK(x.device() == warp.device(),
-             "warp_perspective: ",
-             x_name,
-             " and warp must be on the same device, got ",
-             x_name,
-             " on ",
-             device_name(x),
-             " and warp on ",
-             device_name(warp));
+  SHARED_BUILD_CHECK(warp.defined(), "warp_perspective: warp is undefined");
+  SHARED_BUILD_CHECK(
+      warp.layout() == torch::headeronly::Layout::Strided,
+      "warp_perspective: warp must be a dense (strided) tensor, got ",
+      layout_name(warp.layout()));
+  SHARED_BUILD_CHECK(
+      (warp.dim() == 2 || warp.dim() == 3) && warp.size(-1) == 3 &&
+          warp.size(-2) == 3,
+      "warp_perspective: warp must be a 3x3 matrix or a batch of "
+      "them (B, 3, 3), got shape ",
+      sizes_of(warp));
+  SHARED_BUILD_CHECK(x.device() == warp.device(),
+                     "warp_perspective: ",
+                     x_name,
+                     " and warp must be on the same device, got ",
+                     x_name,
+                     " on ",
+                     device_name(x),
+                     " and warp on ",
+                     device_name(warp));
   const ScalarType wtype = warp.scalar_type();
   if (x.scalar_type() == ScalarType::Byte) {
-    WARP_CHECK(wtype == ScalarType::Float || wtype == ScalarType::Double,
-               "warp_perspective: warp must be float32 or float64 for a "
-               "uint8 image, got ",
-               wtype);
+    SHARED_BUILD_CHECK(
+        wtype == ScalarType::Float || wtype == ScalarType::Double,
+        "warp_perspective: warp must be float32 or float64 for a "
+        "uint8 image, got ",
+        wtype);
   } else {
-    WARP_CHECK(wtype == x.scalar_type(),
-               "warp_perspective: ",
-               x_name,
-               " and warp must have the same dtype, got ",
-               x_name,
-               " ",
-               x.scalar_type(),
-               " and warp ",
-               wtype,
-               " (convert one, e.g. warp.to(",
-               x_name,
-               ".dtype))");
+    SHARED_BUILD_CHECK(wtype == x.scalar_type(),
+                       "warp_perspective: ",
+                       x_name,
+                       " and warp must have the same dtype, got ",
+                       x_name,
+                       " ",
+                       x.scalar_type(),
+                       " and warp ",
+                       wtype,
+                       " (convert one, e.g. warp.to(",
+                       x_name,
+                       ".dtype))");
   }
   const int64_t batch = x.dim() == 4 ? x.size(0) : 1;
   if (warp.dim() == 3) {
-    WARP_CHECK(warp.size(0) == batch,
-               "warp_perspective: batch sizes differ: warp holds ",
-               warp.size(0),
-               " matrices (shape ",
-               sizes_of(warp),
-               ") but ",
-               x_name,
-               " has batch size ",
-               batch,
-               " (shape ",
-               sizes_of(x),
-               "); pass one matrix per image, or a single (3, 3) matrix "
-               "for all of them");
+    SHARED_BUILD_CHECK(
+        warp.size(0) == batch,
+        "warp_perspective: batch sizes differ: warp holds ",
+        warp.size(0),
+        " matrices (shape ",
+        sizes_of(warp),
+        ") but ",
+        x_name,
+        " has batch size ",
+        batch,
+        " (shape ",
+        sizes_of(x),
+        "); pass one matrix per image, or a single (3, 3) matrix "
+        "for all of them");
   }
 }
 
 inline void check_image(const Tensor& x, const char* name) {
-  WARP_CHECK(x.defined(), "warp_perspective: ", name, " is undefined");
-  WARP_CHECK(x.layout() == torch::headeronly::Layout::Strided,
-             "warp_perspective: ",
-             name,
-             " must be a dense (strided) tensor, got ",
-             layout_name(x.layout()));
-  WARP_CHECK(x.dim() >= 2 && x.dim() <= 4,
-             "warp_perspective: ",
-             name,
-             " must be (H, W), (C, H, W) or (B, C, H, W), got a ",
-             x.dim(),
-             "-D tensor of shape ",
-             sizes_of(x));
+  SHARED_BUILD_CHECK(x.defined(), "warp_perspective: ", name, " is undefined");
+  SHARED_BUILD_CHECK(x.layout() == torch::headeronly::Layout::Strided,
+                     "warp_perspective: ",
+                     name,
+                     " must be a dense (strided) tensor, got ",
+                     layout_name(x.layout()));
+  SHARED_BUILD_CHECK(x.dim() >= 2 && x.dim() <= 4,
+                     "warp_perspective: ",
+                     name,
+                     " must be (H, W), (C, H, W) or (B, C, H, W), got a ",
+                     x.dim(),
+                     "-D tensor of shape ",
+                     sizes_of(x));
 }
 
 // Whether sizes (element counts along each dimension) times element_size
@@ -225,15 +164,17 @@ inline Problem check_forward(const Tensor& image,
                              const std::string& padding_mode) {
   check_image(image, "image");
   const ScalarType dtype = image.scalar_type();
-  WARP_CHECK(dtype == ScalarType::Float || dtype == ScalarType::Double ||
-                 dtype == ScalarType::Byte,
-             "warp_perspective: image dtype must be float32, float64 or "
-             "uint8, got ",
-             dtype);
-  WARP_CHECK(image.size(-1) > 0 && image.size(-2) > 0,
-             "warp_perspective: image must have at least one pixel, got "
-             "shape ",
-             sizes_of(image));
+  SHARED_BUILD_CHECK(
+      dtype == ScalarType::Float || dtype == ScalarType::Double ||
+          dtype == ScalarType::Byte,
+      "warp_perspective: image dtype must be float32, float64 or "
+      "uint8, got ",
+      dtype);
+  SHARED_BUILD_CHECK(
+      image.size(-1) > 0 && image.size(-2) > 0,
+      "warp_perspective: image must have at least one pixel, got "
+      "shape ",
+      sizes_of(image));
   check_warp(image, "image", warp);
   Problem p;
   p.interpolation = parse_interpolation(interpolation);
@@ -244,23 +185,25 @@ inline Problem check_forward(const Tensor& image,
   p.dst_w = p.src_w;
   if (dsize.has_value()) {
     const std::vector<int64_t>& d = *dsize;
-    WARP_CHECK(d.size() == 2 && d[0] > 0 && d[1] > 0,
-               "warp_perspective: dsize must be (out_h, out_w) with both "
-               "positive, got ",
-               Sizes{d});
+    SHARED_BUILD_CHECK(
+        d.size() == 2 && d[0] > 0 && d[1] > 0,
+        "warp_perspective: dsize must be (out_h, out_w) with both "
+        "positive, got ",
+        Sizes{d});
     // A result whose byte size overflows int64 fails in the allocator with a
     // message that does not say where the size came from.
     const int64_t planes = image.numel() / (p.src_h * p.src_w);
-    WARP_CHECK(fits_in_a_tensor({d[0], d[1], planes}, image.element_size()),
-               "warp_perspective: dsize ",
-               Sizes{d},
-               " makes an output of ",
-               planes,
-               " planes of ",
-               d[0],
-               " x ",
-               d[1],
-               " pixels, more bytes than a tensor can hold");
+    SHARED_BUILD_CHECK(
+        fits_in_a_tensor({d[0], d[1], planes}, image.element_size()),
+        "warp_perspective: dsize ",
+        Sizes{d},
+        " makes an output of ",
+        planes,
+        " planes of ",
+        d[0],
+        " x ",
+        d[1],
+        " pixels, more bytes than a tensor can hold");
     p.dst_h = d[0];
     p.dst_w = d[1];
   }
@@ -281,25 +224,27 @@ inline Problem check_backward(const Tensor& grad_output,
                               const std::string& padding_mode) {
   check_image(grad_output, "grad_output");
   const ScalarType dtype = grad_output.scalar_type();
-  WARP_CHECK(dtype == ScalarType::Float || dtype == ScalarType::Double,
-             "warp_perspective_backward: grad_output dtype must be float32 "
-             "or float64, got ",
-             dtype);
+  SHARED_BUILD_CHECK(
+      dtype == ScalarType::Float || dtype == ScalarType::Double,
+      "warp_perspective_backward: grad_output dtype must be float32 "
+      "or float64, got ",
+      dtype);
   const int64_t dim = grad_output.dim();
   bool same_lead = static_cast<int64_t>(image_size.size()) == dim;
   for (int64_t i = 0; same_lead && i < dim - 2; ++i) {
     same_lead = image_size[i] == grad_output.size(i);
   }
-  WARP_CHECK(same_lead && image_size[dim - 2] > 0 && image_size[dim - 1] > 0,
-             "warp_perspective_backward: image_size ",
-             Sizes{image_size},
-             " does not fit grad_output of shape ",
-             sizes_of(grad_output),
-             " (same rank and leading dims, positive H and W)");
-  WARP_CHECK(fits_in_a_tensor(image_size, grad_output.element_size()),
-             "warp_perspective_backward: image_size ",
-             Sizes{image_size},
-             " is more bytes than a tensor can hold");
+  SHARED_BUILD_CHECK(
+      same_lead && image_size[dim - 2] > 0 && image_size[dim - 1] > 0,
+      "warp_perspective_backward: image_size ",
+      Sizes{image_size},
+      " does not fit grad_output of shape ",
+      sizes_of(grad_output),
+      " (same rank and leading dims, positive H and W)");
+  SHARED_BUILD_CHECK(fits_in_a_tensor(image_size, grad_output.element_size()),
+                     "warp_perspective_backward: image_size ",
+                     Sizes{image_size},
+                     " is more bytes than a tensor can hold");
   check_warp(grad_output, "grad_output", warp);
   Problem p;
   p.interpolation = parse_interpolation(interpolation);
@@ -343,11 +288,11 @@ inline std::vector<std::array<double, 9>> inverse_warps(const Tensor& warp) {
       for (int k = 0; k < 9; ++k) {
         finite = finite && (mi[k] - mi[k] == 0.0);
       }
-      WARP_CHECK(finite,
-                 "warp_perspective: warp matrix ",
-                 i,
-                 " has a non-finite entry: ",
-                 format_matrix(mi));
+      SHARED_BUILD_CHECK(finite,
+                         "warp_perspective: warp matrix ",
+                         i,
+                         " has a non-finite entry: ",
+                         format_matrix(mi));
       fail("warp_perspective: warp matrix ",
            i,
            " is singular (or nearly: |det| <= ",

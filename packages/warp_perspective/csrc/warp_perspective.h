@@ -8,6 +8,7 @@
 // symbolic sizes.
 #pragma once
 
+#include <shared_build/stable_checks.h>
 #include <shared_build/stable_compat.h>
 #include <shared_build/stable_string.h>
 #include <torch/csrc/stable/library.h>
@@ -18,8 +19,6 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,29 +32,10 @@ using torch::stable::Tensor;
 enum class Interpolation { kBilinear, kNearest };
 enum class Padding { kZeros, kBorder };
 
-// Throws std::runtime_error (RuntimeError in Python, c10::Error's base in a
-// C++ program) whose message is the arguments written one after the other.
-// STD_TORCH_CHECK would prefix the function, file and line; these sentences
-// are the API, and ops.py's fake kernels say the same words (a test compares
-// them on every bad input).
-template <typename... Args>
-[[noreturn]] void fail(const Args&... args) {
-  std::ostringstream message;
-  ((message << args), ...);
-  throw std::runtime_error(message.str());
-}
-
-#define WARP_CHECK(cond, ...)                \
-  do {                                       \
-    if (!(cond)) {                           \
-      ::warp_perspective::fail(__VA_ARGS__); \
-    }                                        \
-  } while (false)
-
-// Sizes written as torch writes them: [2, 3, 4].
-struct Sizes {
-  std::vector<int64_t> values;
-};
+// The checks' sentences are the API: ops.py's fake kernels say the same words
+// (a test compares them on every bad input).
+using shared_build::fail;
+using shared_build::Sizes;
 
 // What every kernel of warp_perspective works on, after the checks. The
 // sampling maps the source image (src_h x src_w) to the destination

@@ -28,36 +28,38 @@ void transpose_csr(const index_t* crow,
                    value_t* t_values) {
   // Validate the structure before any indexed write: a malformed CSR must
   // raise, not write out of bounds.
-  GC_CPP_CHECK(crow[0] == 0 && static_cast<int64_t>(crow[num_rows]) == nnz,
-               "gc_cpp._csr_transpose: crow_indices must start at 0 and end at "
-               "nnz = ",
-               nnz,
-               ", got ",
-               static_cast<int64_t>(crow[0]),
-               " and ",
-               static_cast<int64_t>(crow[num_rows]));
+  SHARED_BUILD_CHECK(
+      crow[0] == 0 && static_cast<int64_t>(crow[num_rows]) == nnz,
+      "gc_cpp._csr_transpose: crow_indices must start at 0 and end at "
+      "nnz = ",
+      nnz,
+      ", got ",
+      static_cast<int64_t>(crow[0]),
+      " and ",
+      static_cast<int64_t>(crow[num_rows]));
   for (int64_t r = 0; r < num_rows; ++r) {
-    GC_CPP_CHECK(crow[r] <= crow[r + 1],
-                 "gc_cpp._csr_transpose: crow_indices must be non-decreasing, "
-                 "got ",
-                 static_cast<int64_t>(crow[r]),
-                 " then ",
-                 static_cast<int64_t>(crow[r + 1]),
-                 " at row ",
-                 r);
+    SHARED_BUILD_CHECK(
+        crow[r] <= crow[r + 1],
+        "gc_cpp._csr_transpose: crow_indices must be non-decreasing, "
+        "got ",
+        static_cast<int64_t>(crow[r]),
+        " then ",
+        static_cast<int64_t>(crow[r + 1]),
+        " at row ",
+        r);
   }
   // Count the entries of each column, shifted by one: the prefix sum then
   // gives each transposed row's start.
   std::fill(t_crow, t_crow + num_cols + 1, index_t{0});
   for (int64_t k = 0; k < nnz; ++k) {
     const int64_t c = col[k];
-    GC_CPP_CHECK(c >= 0 && c < num_cols,
-                 "gc_cpp._csr_transpose: col_indices[",
-                 k,
-                 "] = ",
-                 c,
-                 " is out of range for num_cols = ",
-                 num_cols);
+    SHARED_BUILD_CHECK(c >= 0 && c < num_cols,
+                       "gc_cpp._csr_transpose: col_indices[",
+                       k,
+                       "] = ",
+                       c,
+                       " is out of range for num_cols = ",
+                       num_cols);
     ++t_crow[c + 1];
   }
   for (int64_t c = 0; c < num_cols; ++c) {
@@ -123,17 +125,17 @@ std::tuple<Tensor, Tensor, Tensor> csr_transpose_cpu(Tensor crow_indices,
   // are the invariants the loops below rely on for memory safety, for a
   // caller that bypasses it.
   const ScalarType index_dtype = col_indices.scalar_type();
-  STD_TORCH_CHECK(
+  SHARED_BUILD_CHECK(
       crow_indices.is_cpu() && col_indices.is_cpu() && values.is_cpu(),
       "gc_cpp._csr_transpose: the CPU kernel needs CPU tensors");
-  STD_TORCH_CHECK(
+  SHARED_BUILD_CHECK(
       (index_dtype == ScalarType::Int || index_dtype == ScalarType::Long) &&
           crow_indices.scalar_type() == index_dtype,
       "gc_cpp._csr_transpose: indices must be both int32 or both int64");
-  STD_TORCH_CHECK(crow_indices.numel() >= 1 &&
-                      col_indices.numel() == values.numel() && num_cols >= 0,
-                  "gc_cpp._csr_transpose: needs num_rows + 1 >= 1 row "
-                  "pointers, one value per column index and num_cols >= 0");
+  SHARED_BUILD_CHECK(crow_indices.numel() >= 1 &&
+                         col_indices.numel() == values.numel() && num_cols >= 0,
+                     "gc_cpp._csr_transpose: needs num_rows + 1 >= 1 row "
+                     "pointers, one value per column index and num_cols >= 0");
   const int64_t num_rows = crow_indices.numel() - 1;
   const int64_t nnz = col_indices.numel();
   const std::vector<int64_t> crow_size{num_cols + 1};

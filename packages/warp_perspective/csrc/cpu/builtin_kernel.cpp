@@ -241,15 +241,16 @@ void check_plane_extent(int64_t h,
                         int64_t stride_w,
                         const char* name) {
   const int64_t extent = (h - 1) * stride_h + (w - 1) * stride_w;
-  WARP_CHECK(extent < std::numeric_limits<index_t>::max(),
-             "warp_perspective: ",
-             name,
-             " planes of shape ",
-             Sizes{{h, w}},
-             " (strides ",
-             Sizes{{stride_h, stride_w}},
-             ") span 2^31 elements or more, which the CPU kernel does not "
-             "support");
+  SHARED_BUILD_CHECK(
+      extent < std::numeric_limits<index_t>::max(),
+      "warp_perspective: ",
+      name,
+      " planes of shape ",
+      Sizes{{h, w}},
+      " (strides ",
+      Sizes{{stride_h, stride_w}},
+      ") span 2^31 elements or more, which the CPU kernel does not "
+      "support");
 }
 
 // The geometry of destination row y over a source plane with strides
@@ -531,9 +532,9 @@ Tensor builtin_forward_cpu(const Tensor& image,
                            StrArg padding_mode) {
   Problem p = check_forward(
       image, warp, dsize, interpolation.value, padding_mode.value);
-  WARP_CHECK(image.is_cpu(),
-             "warp_perspective: the CPU kernel got tensors on ",
-             device_name(image));
+  SHARED_BUILD_CHECK(image.is_cpu(),
+                     "warp_perspective: the CPU kernel got tensors on ",
+                     device_name(image));
   const auto inverses = inverse_warps(p.warp);
   // In the caller's layout; contiguous, so its memory is the (B, C, dst_h,
   // dst_w) the loops write.
@@ -551,9 +552,10 @@ Tensor backward_cpu(const Tensor& grad_output,
                     StrArg padding_mode) {
   Problem p = check_backward(
       grad_output, warp, image_size, interpolation.value, padding_mode.value);
-  WARP_CHECK(grad_output.is_cpu(),
-             "warp_perspective_backward: the CPU kernel got tensors on ",
-             device_name(grad_output));
+  SHARED_BUILD_CHECK(
+      grad_output.is_cpu(),
+      "warp_perspective_backward: the CPU kernel got tensors on ",
+      device_name(grad_output));
   const auto inverses = inverse_warps(p.warp);
   // In the caller's layout, contiguous: (B, C, src_h, src_w) in memory.
   Tensor grad_image = empty_output(grad_output, p.result_sizes);

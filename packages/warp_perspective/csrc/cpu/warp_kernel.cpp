@@ -131,11 +131,12 @@ bool forward_opencv_cpu(const Problem& p,
         }
         // warpPerspective writes into dst's memory (our output), never
         // reallocates it: same size and type.
-        WARP_CHECK(dst.data == reinterpret_cast<uchar*>(
-                                   out_base +
-                                   ((plane * p.dst_h + y0) * p.dst_w) * elem),
-                   "warp_perspective: internal error: OpenCV reallocated "
-                   "its output");
+        SHARED_BUILD_CHECK(
+            dst.data ==
+                reinterpret_cast<uchar*>(
+                    out_base + ((plane * p.dst_h + y0) * p.dst_w) * elem),
+            "warp_perspective: internal error: OpenCV reallocated "
+            "its output");
       }
     });
   };
@@ -193,9 +194,9 @@ Tensor forward_cpu_with(const Tensor& image,
                         const std::string& padding_mode,
                         bool use_opencv) {
   Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
-  WARP_CHECK(image.is_cpu(),
-             "warp_perspective: the CPU kernel got tensors on ",
-             device_name(image));
+  SHARED_BUILD_CHECK(image.is_cpu(),
+                     "warp_perspective: the CPU kernel got tensors on ",
+                     device_name(image));
   const auto inverses = inverse_warps(p.warp);
   // In the caller's layout; contiguous, so its memory is the (B, C, dst_h,
   // dst_w) the kernels write.
@@ -233,10 +234,11 @@ Tensor opencv_forward_cpu(const Tensor& image,
                           std::optional<std::vector<int64_t>> dsize,
                           StrArg interpolation,
                           StrArg padding_mode) {
-  WARP_CHECK(kHaveOpenCV,
-             "warp_perspective: backend=\"opencv\" was asked for, but this "
-             "build has no OpenCV; install libopencv-dev (pkg-config "
-             "opencv4) and rebuild, or use the default backend");
+  SHARED_BUILD_CHECK(
+      kHaveOpenCV,
+      "warp_perspective: backend=\"opencv\" was asked for, but this "
+      "build has no OpenCV; install libopencv-dev (pkg-config "
+      "opencv4) and rebuild, or use the default backend");
   return forward_cpu_with(
       image, warp, dsize, interpolation.value, padding_mode.value, true);
 }

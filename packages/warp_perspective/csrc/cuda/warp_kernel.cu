@@ -296,9 +296,9 @@ Tensor forward_cuda(const Tensor& image,
                     StrArg padding_mode) {
   Problem p = check_forward(
       image, warp, dsize, interpolation.value, padding_mode.value);
-  WARP_CHECK(image.is_cuda(),
-             "warp_perspective: the CUDA kernel got tensors on ",
-             device_name(image));
+  SHARED_BUILD_CHECK(image.is_cuda(),
+                     "warp_perspective: the CUDA kernel got tensors on ",
+                     device_name(image));
   const torch::stable::accelerator::DeviceGuard guard(image.get_device_index());
   const cudaStream_t stream = current_stream(image);
   const int64_t batch = p.input.size(0);
@@ -337,9 +337,10 @@ Tensor backward_cuda(const Tensor& grad_output,
                      StrArg padding_mode) {
   Problem p = check_backward(
       grad_output, warp, image_size, interpolation.value, padding_mode.value);
-  WARP_CHECK(grad_output.is_cuda(),
-             "warp_perspective_backward: the CUDA kernel got tensors on ",
-             device_name(grad_output));
+  SHARED_BUILD_CHECK(
+      grad_output.is_cuda(),
+      "warp_perspective_backward: the CUDA kernel got tensors on ",
+      device_name(grad_output));
   const torch::stable::accelerator::DeviceGuard guard(
       grad_output.get_device_index());
   const cudaStream_t stream = current_stream(grad_output);

@@ -1,0 +1,112 @@
+// The argument checks of stable-ABI ops (torch/csrc/stable, no c10): an error
+// whose message is exactly the op's sentence, and the pieces those sentences
+// are made of, written as Python writes them (the fake kernels in ops.py say
+// the same words).
+#pragma once
+
+#include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/core/DeviceType.h>
+#include <torch/headeronly/core/Layout.h>
+
+#include <cstdint>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shared_build {
+
+// Throws std::runtime_error (RuntimeError in Python, c10::Error's base in a
+// C++ program) whose message is the arguments written one after the other.
+// STD_TORCH_CHECK would prefix the function, file and line: these sentences
+// are the API.
+template <typename... Args>
+[[noreturn]] void fail(const Args&... args) {
+  std::ostringstream message;
+  ((message << args), ...);
+  throw std::runtime_error(message.str());
+}
+
+// Sizes written as torch writes them: [2, 3, 4].
+struct Sizes {
+  std::vector<int64_t> values;
+};
+
+inline std::ostream& operator<<(std::ostream& out, const Sizes& sizes) {
+  out << "[";
+  for (size_t i = 0; i < sizes.values.size(); ++i) {
+    out << (i ? ", " : "") << sizes.values[i];
+  }
+  return out << "]";
+}
+
+inline Sizes sizes_of(const torch::stable::Tensor& t) {
+  const auto s = t.sizes();
+  return Sizes{std::vector<int64_t>(s.begin(), s.end())};
+}
+
+// cpu, cuda:0, meta ... as str(tensor.device) in Python.
+inline std::string device_name(const torch::stable::Tensor& t) {
+  using torch::headeronly::DeviceType;
+  const auto device = t.device();
+  std::string name;
+  switch (device.type()) {
+    case DeviceType::CPU:
+      name = "cpu";
+      break;
+    case DeviceType::CUDA:
+      name = "cuda";
+      break;
+    case DeviceType::Meta:
+      name = "meta";
+      break;
+    case DeviceType::XPU:
+      name = "xpu";
+      break;
+    case DeviceType::MPS:
+      name = "mps";
+      break;
+    default:
+      name = "device type " + std::to_string(static_cast<int>(device.type()));
+  }
+  if (device.index() >= 0) {
+    name += ":" + std::to_string(device.index());
+  }
+  return name;
+}
+
+// Strided, SparseCsr ... as c10 prints a layout.
+inline const char* layout_name(torch::headeronly::Layout layout) {
+  using torch::headeronly::Layout;
+  switch (layout) {
+    case Layout::Strided:
+      return "Strided";
+    case Layout::Sparse:
+      return "Sparse";
+    case Layout::SparseCsr:
+      return "SparseCsr";
+    case Layout::SparseCsc:
+      return "SparseCsc";
+    case Layout::SparseBsr:
+      return "SparseBsr";
+    case Layout::SparseBsc:
+      return "SparseBsc";
+    case Layout::Mkldnn:
+      return "Mkldnn";
+    case Layout::Jagged:
+      return "Jagged";
+    default:
+      return "unknown";
+  }
+}
+
+}  // namespace shared_build
+
+// fail(...) unless cond: SHARED_BUILD_CHECK(x.dim() == 2, "op: x must be ...").
+#define SHARED_BUILD_CHECK(cond, ...)    \
+  do {                                   \
+    if (!(cond)) {                       \
+      ::shared_build::fail(__VA_ARGS__); \
+    }                                    \
+  } while (false)

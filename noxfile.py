@@ -96,6 +96,7 @@ nox.options.sessions = ["tests"]
 # shared_build names the NVIDIA compiler packages that match a torch's CUDA.
 sys.path.insert(0, str(SHARED_BUILD / "src"))
 from shared_build.cuda import pip_compiler_requirements  # noqa: E402
+from shared_build.setup_helpers import STABLE_TARGET as RELEASE_STABLE_TARGET  # noqa: E402
 
 
 def _pip_sources() -> list[str]:
@@ -634,12 +635,27 @@ def pytest_env(env: TorchEnv, release: dict[str, str] | None = None) -> dict[str
     }
 
 
+def lowered_stable_target() -> str | None:
+    """Why this run builds no release wheels, or None: SHARED_BUILD_STABLE_TARGET below the
+    release target makes stable-ABI builds for an older torch (the GPU machine's), which no
+    release ships (they lose the pt2_compliant tag, and torch's headers reach the newer
+    shims through dlsym, at the build machine's glibc)."""
+    target = os.environ.get("SHARED_BUILD_STABLE_TARGET", "").strip()
+    if target and target != RELEASE_STABLE_TARGET:
+        return (
+            f"SHARED_BUILD_STABLE_TARGET={target}: release wheels target torch "
+            f"{RELEASE_STABLE_TARGET}; unset it to build them"
+        )
+    return None
+
+
 def run_tests(session: nox.Session, torch: str) -> None:
     with reported(session) as report:
         env, packages = prepared_env(session, torch)
         report.envs.append(env)
         # The packaging tests install what nox -s release ships (tests/test_release.py).
-        release = release_wheels(session, env, packages) if torch == packaging_torch() else None
+        packaging = torch == packaging_torch() and not lowered_stable_target()
+        release = release_wheels(session, env, packages) if packaging else None
         report.pytest(
             env, *pytest_workers(), *test_suites(env, packages), *session.posargs,
             env=pytest_env(env, release),
@@ -970,6 +986,8 @@ def release(session: nox.Session) -> None:
     """
     if os.environ.get("SANITIZE", "").strip():
         session.error("SANITIZE is set: sanitizer builds are for nox -s sanitize, not for wheels")
+    if problem := lowered_stable_target():
+        session.error(problem)
     tools = release_tools(session)
     versions = session.posargs or TORCH_VERSIONS
     shutil.rmtree(WHEELHOUSE, ignore_errors=True)

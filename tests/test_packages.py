@@ -103,7 +103,14 @@ def test_libraries_need_no_glibc_newer_than_manylinux_2_28(name: str):
 
     if shutil.which("nm") is None:
         pytest.skip("needs nm (binutils)")
+    from shared_build.setup_helpers import STABLE_TARGET
+
     module = import_or_skip(name)
+    target = module.BUILD_INFO.get("torch_target")
+    if target and target != STABLE_TARGET:
+        # torch's stable headers reach the shims newer than the target through dlsym,
+        # versioned by the build machine's glibc (2.34 here); no release ships such a build.
+        pytest.skip(f"built for torch {target} (SHARED_BUILD_STABLE_TARGET), not a release build")
     libraries = sorted(Path(module.__file__).parent.glob("*.so"))
     assert libraries, f"no shared library in the installed {name}"
     for library in libraries:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import venv
 from pathlib import Path
 
@@ -63,3 +64,17 @@ def sdist_of(tmp_path_factory):
         return sdist
 
     return make
+
+
+@pytest.fixture(scope="session")
+def unpack_sdist():
+    """``unpack_sdist(sdist, into)``: the sdist's folder (``<name>-<version>/``), extracted
+    into the folder ``into``."""
+
+    def unpack(sdist: Path, into: Path) -> Path:
+        with tarfile.open(sdist) as archive:
+            archive.extractall(into, filter="data")
+        (source,) = into.glob(f"{sdist.name.split('-')[0]}-*/")
+        return source
+
+    return unpack

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import textwrap
 import tomllib
 from pathlib import Path
@@ -93,7 +92,7 @@ def test_wheel_installs_and_imports_in_a_clean_env(artifacts, clean_env):
     run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "add_ext")
 
 
-def test_sdist_builds_without_the_repository(artifacts, clean_env, tmp_path):
+def test_sdist_builds_without_the_repository(artifacts, clean_env, tmp_path, unpack_sdist):
     """The sdist carries shared_build: it builds from a folder with no repository around it,
     and its own tests pass from the extracted sdist against that install: add_ext stands for
     the packages whose tests/conftest.py takes the cuda/slow markers and the CUDA skip from
@@ -114,16 +113,8 @@ def test_sdist_builds_without_the_repository(artifacts, clean_env, tmp_path):
     # command must name the sdist, not the bare name that no index serves.
     command = run(str(clean_env), "-c", REBUILD_COMMAND, cwd=clean_env.parent).stdout.strip()
     assert command.endswith(f"--force-reinstall --no-deps {artifacts['sdist']}"), command
-    _extracted_tests_pass(clean_env, _extract(artifacts["sdist"], tmp_path, "add_ext"), "add_ext")
+    _extracted_tests_pass(clean_env, unpack_sdist(artifacts["sdist"], tmp_path), "add_ext")
     run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "add_ext")
-
-
-def _extract(sdist: Path, into: Path, name: str) -> Path:
-    """The sdist's folder, extracted into `into`."""
-    with tarfile.open(sdist) as archive:
-        archive.extractall(into, filter="data")
-    (source,) = into.glob(f"{name}-*/")
-    return source
 
 
 def _extracted_tests_pass(clean_env: Path, source: Path, name: str) -> None:
@@ -155,13 +146,13 @@ def test_isolated_build_says_to_use_no_build_isolation(clean_env):
     assert "pip install --no-build-isolation" in output
 
 
-def test_sdist_tests_run_alone(tmp_path, clean_env, sdist_of):
+def test_sdist_tests_run_alone(tmp_path, clean_env, sdist_of, unpack_sdist):
     """An extracted sdist installs from its folder and its tests run with only the package
     and its test dependencies installed: lltm_cpu's suite is one source with lltm_cuda's
     (lltm_common/), which the sdist vendors, as it vendors shared_build. (add_ext's
     extracted tests run in test_sdist_builds_without_the_repository.)"""
     name = "lltm_cpu"
-    source = _extract(sdist_of(name, tmp_path), tmp_path, name)
+    source = unpack_sdist(sdist_of(name, tmp_path), tmp_path)
     result = run(
         str(clean_env), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", str(source),
         check=False,

@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tomllib
 from pathlib import Path
 
@@ -33,14 +32,6 @@ def run(
     *args: str, cwd: Path | None = None, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), cwd=cwd, check=check, capture_output=True, text=True, env=env)
-
-
-def _extract(sdist: Path, into: Path, name: str) -> Path:
-    """The sdist's folder, extracted into `into`."""
-    with tarfile.open(sdist) as archive:
-        archive.extractall(into, filter="data")
-    (source,) = into.glob(f"{name}-*/")
-    return source
 
 
 # nox -s release's auditwheel arguments (noxfile.auditwheel_args): the platform and the
@@ -147,7 +138,7 @@ def test_release_wheels_say_which_torch_they_need(wheelhouse):
 
 
 def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
-    wheelhouse, clean_env, tmp_path, sdist_of
+    wheelhouse, clean_env, tmp_path, sdist_of, unpack_sdist
 ):
     """One pip command from the wheelhouse, with no compiler reachable (PATH holds the
     environment's bin folder and binutils, CC=false, CXX=false): every package installs,
@@ -173,7 +164,7 @@ def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
     assert installed.returncode == 0, (installed.stdout + installed.stderr)[-3000:]
     try:
         for name in names:
-            source = _extract(sdist_of(name, tmp_path), tmp_path / name, name)
+            source = unpack_sdist(sdist_of(name, tmp_path), tmp_path / name)
             result = run(
                 str(clean_env), "-m", "pytest", "-q", "-x", "-m", "not slow", "-p",
                 "no:cacheprovider", "tests", cwd=source, check=False, env=env,

@@ -505,7 +505,7 @@ def raised_by(excinfo) -> list[str]:
 def raised_by_check(excinfo, check: str) -> bool:
     """Whether ops.py's check function `check` raised it."""
     names = raised_by(excinfo)
-    return check in names and names[-1] == "_raise_unless"
+    return check in names and names[-1] == "_fail"
 
 
 def modes():

@@ -38,6 +38,10 @@ GLIBC_COMPAT_DIR = HERE / "glibc_compat"
 RUNTIME_TEMPLATE = HERE / "runtime.py"
 BUILD_INFO_MARKER = "BUILD_INFO: dict[str, Any] = {}"
 BUILD_INFO_FILE = "_build_info.py"
+# A stable-ABI package's Python side of its ops (fake kernels, autograd, checks): copied
+# beside _build_info.py, so that the wheel needs no shared_build at run time.
+STABLE_OP_TEMPLATE = HERE / "stable_op.py"
+STABLE_OP_FILE = "_stable_op.py"
 # The oldest torch a stable-ABI package supports (the first line of
 # requirements/torch-matrix.txt; a test keeps the two equal). Its wheel is built with
 # -DTORCH_TARGET_VERSION set to this release, so it may only use the stable API this
@@ -440,7 +444,10 @@ def _make_sdist(root: Path, common: Path | None = None) -> type:
                     d for d in dirnames if d not in _SDIST_SKIP_DIRS and not d.endswith(".egg-info")
                 )
                 for filename in sorted(filenames):
-                    if filename.endswith(_SDIST_SKIP_SUFFIXES) or filename == BUILD_INFO_FILE:
+                    if filename.endswith(_SDIST_SKIP_SUFFIXES) or filename in (
+                        BUILD_INFO_FILE,
+                        STABLE_OP_FILE,
+                    ):
                         continue
                     extra.append(os.path.relpath(os.path.join(dirpath, filename), root))
             # The common folder's files reach the manifest as "../../<folder>/...": they go
@@ -505,12 +512,25 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
     base = BuildExtension.with_options(no_python_abi_suffix=not python_module, use_ninja=True)
 
     class BuildExtWithInfo(base):  # type: ignore[misc, valid-type]
-        """BuildExtension that also writes _build_info.py beside each built module."""
+        """BuildExtension that also writes _build_info.py (and a stable-ABI package's
+        _stable_op.py) beside each built module."""
 
-        def _info_paths(self) -> list[str]:
+        def _generated(self) -> dict[str, str]:
+            """The files written beside each built module, by name, and their text."""
+            files = {BUILD_INFO_FILE: render_build_info(info)}
+            if info.get("abi") == "stable":
+                files[STABLE_OP_FILE] = (
+                    "# Copied from shared_build at build time; do not edit.\n"
+                    + STABLE_OP_TEMPLATE.read_text(encoding="utf-8")
+                )
+            return files
+
+        def _generated_paths(self) -> list[str]:
+            folders = {os.path.dirname(self.get_ext_fullpath(ext.name)) for ext in self.extensions}
             return [
-                os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)), BUILD_INFO_FILE)
-                for ext in self.extensions
+                os.path.join(folder, name)
+                for folder in sorted(folders)
+                for name in self._generated()
             ]
 
         def run(self) -> None:
@@ -518,14 +538,14 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
                 for path in remove_stale_modules(self.get_ext_fullpath(ext.name)):
                     _log(f"removed {path}, a build of {ext.name} with another file name")
             super().run()
-            text = render_build_info(info)
-            for path in self._info_paths():
+            files = self._generated()
+            for path in self._generated_paths():
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "w", encoding="utf-8") as handle:
-                    handle.write(text)
+                    handle.write(files[os.path.basename(path)])
 
         def get_outputs(self) -> list[str]:
-            return [*super().get_outputs(), *self._info_paths()]
+            return [*super().get_outputs(), *self._generated_paths()]
 
         def build_extensions(self) -> None:
             keep_objects_inside(self.compiler)

@@ -19,11 +19,10 @@ crash.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
 from ._build_info import c10_name
+from ._stable_op import below_autograd, register
 
 __all__ = ["backward", "forward", "graph_conv", "normalize_adjacency"]
 
@@ -116,7 +115,8 @@ def _inv_sqrt_degree(degree: torch.Tensor) -> torch.Tensor:
 
 # ---- the argument checks: the one copy, for the real kernels and the fake ones ----------
 # Messages name dtypes and layouts as c10 prints them (Double, SparseCsr), as the C++
-# checks did before they moved here.
+# checks did before they moved here. Every eager call runs an op's check, so each step is
+# a plain `if` that formats its message only when it fails.
 
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _dtype = _layout = c10_name
@@ -126,58 +126,50 @@ def _shape(t: torch.Tensor) -> str:
     return "[" + ", ".join(str(s) for s in t.shape) + "]"
 
 
-def _raise_unless(condition: bool, message: Callable[[], str]) -> None:
-    if not condition:
-        raise RuntimeError(message())
+def _fail(message: str) -> None:
+    raise RuntimeError(message)
 
 
 def _check_dim(op: str, name: str, t: torch.Tensor, dim: int, meaning: str) -> None:
-    _raise_unless(
-        t.dim() == dim,
-        lambda: (
+    if t.dim() != dim:
+        _fail(
             f"{op}: {name} must be {dim}-D {meaning}, got a {t.dim()}-D tensor of shape {_shape(t)}"
-        ),
-    )
+        )
 
 
 def _check_adjacency(op: str, adj: torch.Tensor) -> None:
-    _raise_unless(
-        adj.layout in (torch.strided, torch.sparse_coo, torch.sparse_csr),
-        lambda: (
-            f"{op}: adj must be a dense (strided), sparse COO or sparse CSR tensor, got layout {_layout(adj.layout)}"
-        ),
-    )
-    _check_dim(op, "adj", adj, 2, "(N, N)")
-    if adj.layout == torch.sparse_coo:
-        _raise_unless(
-            adj.sparse_dim() == 2,
-            lambda: (
-                f"{op}: a sparse COO adj must have 2 sparse dimensions and no dense ones, got sparse_dim {adj.sparse_dim()} and dense_dim {adj.dense_dim()}"
-            ),
+    layout = adj.layout
+    if (
+        layout is not torch.strided
+        and layout is not torch.sparse_csr
+        and layout is not torch.sparse_coo
+    ):
+        _fail(
+            f"{op}: adj must be a dense (strided), sparse COO or sparse CSR tensor, got layout {_layout(layout)}"
         )
-    _raise_unless(
-        adj.shape[0] == adj.shape[1],
-        lambda: f"{op}: adj must be square (N, N), got shape {_shape(adj)}",
-    )
+    _check_dim(op, "adj", adj, 2, "(N, N)")
+    if layout is torch.sparse_coo and adj.sparse_dim() != 2:
+        _fail(
+            f"{op}: a sparse COO adj must have 2 sparse dimensions and no dense ones, got sparse_dim {adj.sparse_dim()} and dense_dim {adj.dense_dim()}"
+        )
+    if adj.shape[0] != adj.shape[1]:
+        _fail(f"{op}: adj must be square (N, N), got shape {_shape(adj)}")
 
 
 def _check_floating(op: str, dtype: torch.dtype) -> None:
-    _raise_unless(
-        dtype in _FLOATING,
-        lambda: f"{op}: dtype must be float16, bfloat16, float32 or float64, got {_dtype(dtype)}",
-    )
+    if dtype not in _FLOATING:
+        _fail(f"{op}: dtype must be float16, bfloat16, float32 or float64, got {_dtype(dtype)}")
 
 
 def _check_defined(op: str, name: str, t: torch.Tensor | None) -> None:
     # None passed for a Tensor argument: the C++ kernel would see an undefined tensor.
-    _raise_unless(t is not None, lambda: f"{op}: {name} must be a tensor, got None")
+    if t is None:
+        _fail(f"{op}: {name} must be a tensor, got None")
 
 
 def _check_dense(op: str, name: str, t: torch.Tensor) -> None:
-    _raise_unless(
-        t.layout == torch.strided,
-        lambda: f"{op}: {name} must be a dense (strided) tensor, got layout {_layout(t.layout)}",
-    )
+    if t.layout is not torch.strided:
+        _fail(f"{op}: {name} must be a dense (strided) tensor, got layout {_layout(t.layout)}")
 
 
 def _device(t: torch.Tensor) -> str:
@@ -185,86 +177,35 @@ def _device(t: torch.Tensor) -> str:
 
 
 def _check_adj_columns_x_rows(op: str, adj: torch.Tensor, x: torch.Tensor) -> None:
-    _raise_unless(
-        adj.shape[1] == x.shape[0],
-        lambda: (
+    if adj.shape[1] != x.shape[0]:
+        _fail(
             f"{op}: adj has {adj.shape[1]} columns but x has {x.shape[0]} rows (adj "
             f"{_shape(adj)}, x {_shape(x)}); x must be (N, F_in) with N = adj.size(1)"
-        ),
-    )
-
-
-def _adj_x_and_valid(adj, x, other) -> bool:
-    """Whether adj, x and a third dense 2-D tensor pass the checks that graph_conv's and
-    weight_grad's share: one floating dtype, one device, layouts, 2-D, adj square with
-    as many columns as x has rows.
-
-    Every eager call runs an op's checks: good input is let through by one expression
-    (each step of a check function costs some 0.2 us), which accepts only what passes every
-    step; anything else takes the steps, and the first that fails names the problem.
-    """
-    if adj is None or x is None or other is None:
-        return False
-    dtype, device, layout = x.dtype, x.device, adj.layout
-    adj_shape = adj.shape
-    return (
-        dtype in _FLOATING
-        and adj.dtype == dtype
-        and other.dtype == dtype
-        and adj.device == device
-        and other.device == device
-        and x.layout == torch.strided
-        and other.layout == torch.strided
-        and len(adj_shape) == 2
-        and x.dim() == 2
-        and other.dim() == 2
-        and (
-            layout == torch.strided
-            or layout == torch.sparse_csr
-            or (layout == torch.sparse_coo and adj.sparse_dim() == 2)
         )
-        and adj_shape[0] == adj_shape[1] == x.shape[0]
-    )
 
 
 def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
     """graph_conv's and _graph_conv_forward's checks; `op` prefixes the messages."""
-    if (
-        _adj_x_and_valid(adj, x, weight)
-        and weight.shape[0] == x.shape[1]
-        and (
-            bias is None
-            or (
-                bias.dtype == x.dtype
-                and bias.device == x.device
-                and bias.layout == torch.strided
-                and bias.shape == weight.shape[1:]
-            )
-        )
-    ):
-        return
     _check_defined(op, "adj", adj)
     _check_defined(op, "x", x)
     _check_defined(op, "weight", weight)
     has_bias = bias is not None
-    others = [adj, weight] + ([bias] if has_bias else [])
-    _raise_unless(
-        all(t.device == x.device for t in others),
-        lambda: (
+    device, dtype = x.device, x.dtype
+    if not (
+        adj.device == device and weight.device == device and (not has_bias or bias.device == device)
+    ):
+        _fail(
             f"{op}: adj, x, weight and bias must be on the same device, got adj on "
             f"{_device(adj)}, x on {_device(x)}, weight on {_device(weight)}"
             + (f", bias on {_device(bias)}" if has_bias else "")
-        ),
-    )
-    _raise_unless(
-        all(t.dtype == x.dtype for t in others),
-        lambda: (
+        )
+    if not (adj.dtype == dtype and weight.dtype == dtype and (not has_bias or bias.dtype == dtype)):
+        _fail(
             f"{op}: adj, x, weight and bias must have the same dtype, got adj "
-            f"{_dtype(adj.dtype)}, x {_dtype(x.dtype)}, weight {_dtype(weight.dtype)}"
+            f"{_dtype(adj.dtype)}, x {_dtype(dtype)}, weight {_dtype(weight.dtype)}"
             + (f", bias {_dtype(bias.dtype)}" if has_bias else "")
-        ),
-    )
-    _check_floating(op, x.dtype)
+        )
+    _check_floating(op, dtype)
     _check_dense(op, "x", x)
     _check_dense(op, "weight", weight)
     if has_bias:
@@ -275,47 +216,36 @@ def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
     if has_bias:
         _check_dim(op, "bias", bias, 1, "(F_out,)")
     _check_adj_columns_x_rows(op, adj, x)
-    _raise_unless(
-        weight.shape[0] == x.shape[1],
-        lambda: (
+    if weight.shape[0] != x.shape[1]:
+        _fail(
             f"{op}: weight has {weight.shape[0]} rows but x has {x.shape[1]} columns (x "
             f"{_shape(x)}, weight {_shape(weight)}); weight must be (F_in, F_out) with "
             "F_in = x.size(1)"
-        ),
-    )
-    if has_bias:
-        _raise_unless(
-            bias.shape[0] == weight.shape[1],
-            lambda: (
-                f"{op}: bias has {bias.shape[0]} elements but weight has {weight.shape[1]} "
-                f"columns (weight {_shape(weight)}, bias {_shape(bias)}); bias must be "
-                "(F_out,) with F_out = weight.size(1)"
-            ),
+        )
+    if has_bias and bias.shape[0] != weight.shape[1]:
+        _fail(
+            f"{op}: bias has {bias.shape[0]} elements but weight has {weight.shape[1]} "
+            f"columns (weight {_shape(weight)}, bias {_shape(bias)}); bias must be "
+            "(F_out,) with F_out = weight.size(1)"
         )
 
 
 def _check_weight_grad_inputs(adj, x, grad) -> None:
     """weight_grad's checks (the seed's gc_backward, hence gc_cpp.backward)."""
-    if _adj_x_and_valid(adj, x, grad) and grad.shape[0] == adj.shape[0]:
-        return
     op = "gc_cpp.backward"
     _check_defined(op, "adj", adj)
     _check_defined(op, "x", x)
     _check_defined(op, "grad", grad)
-    _raise_unless(
-        adj.device == x.device and grad.device == x.device,
-        lambda: (
+    if not (adj.device == x.device and grad.device == x.device):
+        _fail(
             f"{op}: adj, x and grad must be on the same device, got adj on {_device(adj)}, "
             f"x on {_device(x)}, grad on {_device(grad)}"
-        ),
-    )
-    _raise_unless(
-        adj.dtype == x.dtype and grad.dtype == x.dtype,
-        lambda: (
+        )
+    if not (adj.dtype == x.dtype and grad.dtype == x.dtype):
+        _fail(
             f"{op}: adj, x and grad must have the same dtype, got adj {_dtype(adj.dtype)}, "
             f"x {_dtype(x.dtype)}, grad {_dtype(grad.dtype)}"
-        ),
-    )
+        )
     _check_floating(op, x.dtype)
     _check_dense(op, "x", x)
     _check_dense(op, "grad", grad)
@@ -323,37 +253,16 @@ def _check_weight_grad_inputs(adj, x, grad) -> None:
     _check_dim(op, "x", x, 2, "(N, F_in)")
     _check_dim(op, "grad", grad, 2, "(N, F_out)")
     _check_adj_columns_x_rows(op, adj, x)
-    _raise_unless(
-        grad.shape[0] == adj.shape[0],
-        lambda: (
+    if grad.shape[0] != adj.shape[0]:
+        _fail(
             f"{op}: grad has {grad.shape[0]} rows but adj has {adj.shape[0]} (adj "
             f"{_shape(adj)}, grad {_shape(grad)}); grad must be (N, F_out) with "
             "N = adj.size(0)"
-        ),
-    )
+        )
 
 
 def _check_csr_transpose_inputs(crow, col, values, num_cols) -> None:
     """_csr_transpose's checks; the C++ kernel checks the index values."""
-    if crow is not None and col is not None and values is not None:
-        # As in _adj_x_and_valid: good input through one expression.
-        index_dtype, device, nnz = col.dtype, col.device, col.shape
-        if (
-            (index_dtype == torch.int64 or index_dtype == torch.int32)
-            and crow.dtype == index_dtype
-            and values.dtype in _FLOATING
-            and crow.device == device
-            and values.device == device
-            and crow.layout == torch.strided
-            and col.layout == torch.strided
-            and values.layout == torch.strided
-            and len(nnz) == 1
-            and values.shape == nnz
-            and crow.dim() == 1
-            and crow.shape[0] >= 1
-            and num_cols >= 0
-        ):
-            return
     op = "gc_cpp._csr_transpose"
     _check_defined(op, "crow_indices", crow)
     _check_defined(op, "col_indices", col)
@@ -361,43 +270,32 @@ def _check_csr_transpose_inputs(crow, col, values, num_cols) -> None:
     _check_dense(op, "crow_indices", crow)
     _check_dense(op, "col_indices", col)
     _check_dense(op, "values", values)
-    _raise_unless(
-        crow.device == col.device and values.device == col.device,
-        lambda: (
+    if not (crow.device == col.device and values.device == col.device):
+        _fail(
             f"{op}: crow_indices, col_indices and values must be on the same device, got "
             f"{_device(crow)}, {_device(col)} and {_device(values)}"
-        ),
-    )
-    _raise_unless(
-        col.dtype in (torch.int32, torch.int64) and crow.dtype == col.dtype,
-        lambda: (
+        )
+    if not (col.dtype in (torch.int32, torch.int64) and crow.dtype == col.dtype):
+        _fail(
             f"{op}: crow_indices and col_indices must both be int32 or both int64, got "
             f"{_dtype(crow.dtype)} and {_dtype(col.dtype)}"
-        ),
-    )
-    _raise_unless(
-        values.dtype in _FLOATING,
-        lambda: (
+        )
+    if values.dtype not in _FLOATING:
+        _fail(
             f"{op}: values must be float16, bfloat16, float32 or float64, got "
             f"{_dtype(values.dtype)}"
-        ),
-    )
-    _raise_unless(
-        crow.dim() == 1 and col.dim() == 1 and values.dim() == 1,
-        lambda: (
+        )
+    if not (crow.dim() == 1 and col.dim() == 1 and values.dim() == 1):
+        _fail(
             f"{op}: crow_indices, col_indices and values must be 1-D, got shapes "
             f"{_shape(crow)}, {_shape(col)} and {_shape(values)}"
-        ),
-    )
-    _raise_unless(
-        crow.numel() >= 1,
-        lambda: f"{op}: crow_indices must have num_rows + 1 >= 1 elements, got 0",
-    )
-    _raise_unless(
-        col.numel() == values.numel(),
-        lambda: f"{op}: col_indices has {col.numel()} elements but values has {values.numel()}",
-    )
-    _raise_unless(num_cols >= 0, lambda: f"{op}: num_cols must be >= 0, got {num_cols}")
+        )
+    if crow.numel() < 1:
+        _fail(f"{op}: crow_indices must have num_rows + 1 >= 1 elements, got 0")
+    if col.numel() != values.numel():
+        _fail(f"{op}: col_indices has {col.numel()} elements but values has {values.numel()}")
+    if num_cols < 0:
+        _fail(f"{op}: num_cols must be >= 0, got {num_cols}")
 
 
 def _x_weight_first(f_in, f_out) -> bool:
@@ -407,15 +305,6 @@ def _x_weight_first(f_in, f_out) -> bool:
 
 def _check_graph_conv(adj, x, weight, bias=None) -> None:
     _check_graph_conv_inputs("gc_cpp.graph_conv", adj, x, weight, bias)
-
-
-# Each op's one check function, which its fake, Autograd and BackendSelect kernels call.
-_CHECKS = {
-    "graph_conv": _check_graph_conv,
-    "_graph_conv_forward": _check_graph_conv,
-    "weight_grad": _check_weight_grad_inputs,
-    "_csr_transpose": _check_csr_transpose_inputs,
-}
 
 
 # ---- fake kernels: the checks above, then empty results of the right shapes -------------
@@ -448,20 +337,8 @@ def _csr_transpose_fake(crow, col, values, num_cols):
     )
 
 
-_FAKES = {
-    "graph_conv": _graph_conv_fake,
-    "_graph_conv_forward": _graph_conv_forward_fake,
-    "weight_grad": _weight_grad_fake,
-    "_csr_transpose": _csr_transpose_fake,
-}
-for _name, _fake in _FAKES.items():
-    torch.library.register_fake(f"gc_cpp::{_name}", _fake)
-
 # A meta adj may be sparse (SparseMeta, SparseCsrMeta): the same fakes serve those keys.
-_lib = torch.library.Library("gc_cpp", "IMPL")
-for _name in ("graph_conv", "_graph_conv_forward", "weight_grad"):
-    for _key in ("SparseMeta", "SparseCsrMeta"):
-        _lib.impl(_name, _FAKES[_name], _key)
+_SPARSE_META = ("SparseMeta", "SparseCsrMeta")
 
 
 # ---- autograd ---------------------------------------------------------------------------
@@ -478,11 +355,6 @@ for _name in ("graph_conv", "_graph_conv_forward", "weight_grad"):
 # _graph_conv_forward instead, so backward reuses the intermediate the forward made.
 
 _SPARSE = (torch.sparse_coo, torch.sparse_csr)
-_BACKEND_SELECT = torch._C.DispatchKey.BackendSelect
-# Below the Autograd kernels, which have run the checks: past the BackendSelect kernels
-# that would run them again.
-_BELOW_CHECKS = torch._C._after_autograd_keyset.remove(_BACKEND_SELECT)
-_BELOW_BACKEND_SELECT = torch._C._dispatch_keyset_full_after(_BACKEND_SELECT)
 
 
 def _adj_for_products(adj: torch.Tensor) -> torch.Tensor:
@@ -511,9 +383,7 @@ class _GraphConvFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, keyset, adj, x, weight, bias):
         # Grad mode is off in here, so the ATen ops the kernel calls record nothing.
-        out, intermediate = _graph_conv_forward.redispatch(
-            keyset & _BELOW_CHECKS, adj, x, weight, bias
-        )
+        out, intermediate = below_autograd(_graph_conv_forward, keyset, adj, x, weight, bias)
         x_first = _x_weight_first(weight.shape[0], weight.shape[1])
         needs = ctx.needs_input_grad
         keep = needs[1] if x_first else needs[3]  # grad_adj uses S, grad_weight uses H
@@ -557,92 +427,44 @@ class _GraphConvFunction(torch.autograd.Function):
         return None, grad_adj, grad_x, grad_weight, grad_bias
 
 
-def _requires_grad(*tensors) -> bool:
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-
-
-def _graph_conv_autograd(keyset, adj, x, weight, bias=None):
-    # Every eager call of graph_conv with autograd on enters this Python kernel (the
-    # stable ABI has no C++ autograd), so the common case is kept short.
-    _check_graph_conv(adj, x, weight, bias)
-    needs_grad = torch.is_grad_enabled() and (
-        x.requires_grad
-        or weight.requires_grad
-        or adj.requires_grad
-        or (bias is not None and bias.requires_grad)
-    )
-    if not needs_grad:
-        # Nothing to record: no autograd node, no saved tensors. The ATen ops the kernel
-        # calls pass their autograd kernels, which record nothing either, as no input
-        # requires grad (or grad mode is off); a guard would cost more than it saves.
-        return _graph_conv.redispatch(keyset & _BELOW_CHECKS, adj, x, weight, bias)
-    _raise_unless(
-        not (adj.layout in _SPARSE and adj.requires_grad),
-        lambda: (
+def _graph_conv_recording(keyset, adj, x, weight, bias):
+    # graph_conv with a graph to record; its check has run.
+    if adj.layout in _SPARSE and adj.requires_grad:
+        _fail(
             "gc_cpp.graph_conv: the gradient w.r.t. a sparse adj is not supported (got a "
             f"{_layout(adj.layout)} adj that requires grad); pass adj.detach(), or a dense "
             "adj if you need its gradient"
-        ),
-    )
+        )
     return _GraphConvFunction.apply(keyset, adj, x, weight, bias)
 
 
-class _NotImplementedBackward(torch.autograd.Function):
-    """Passes the outputs through; a backward through them raises."""
-
-    @staticmethod
-    def forward(ctx, name, outs, *inputs):
-        ctx.name = name
-        return tuple(o.view_as(o) for o in outs)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise RuntimeError(f"derivative for {ctx.name} is not implemented")
-
-
-def _not_differentiable(name: str):
-    # The ops that are not differentiable run below autograd; a backward through their
-    # outputs raises, instead of the default fallback's warning and missing gradients.
-    op = getattr(torch.ops.gc_cpp, name).default
-    check = _CHECKS[name]
-
-    def kernel(keyset, *args):
-        check(*args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if not _requires_grad(*tensors):
-            # As graph_conv's kernel: nothing to record, no guard needed.
-            return op.redispatch(keyset & _BELOW_CHECKS, *args)
-        with torch._C._AutoDispatchBelowAutograd():
-            out = op.redispatch(keyset & _BELOW_CHECKS, *args)
-        outs = out if isinstance(out, tuple) else (out,)
-        wrapped = _NotImplementedBackward.apply(f"gc_cpp::{name}", outs, *tensors)
-        return wrapped if isinstance(out, tuple) else wrapped[0]
-
-    return kernel
-
-
-_lib.impl("graph_conv", _graph_conv_autograd, "Autograd", with_keyset=True)
-for _name in ("_graph_conv_forward", "weight_grad", "_csr_transpose"):
-    _lib.impl(_name, _not_differentiable(_name), "Autograd", with_keyset=True)
-
-
-# ---- the checks where autograd is off ---------------------------------------------------
-# Under inference_mode, or for tensors without autograd keys, no Autograd kernel runs.
-# BackendSelect is in every call's key set and runs after the Autograd kernels, which skip
-# it, and before every backend (CPU, CUDA, Meta, sparse): its kernel runs the checks on
-# exactly the calls that did not pass an Autograd kernel.
-
-
-def _checked(name: str):
-    op = getattr(torch.ops.gc_cpp, name).default
-    check = _CHECKS[name]
-
-    def kernel(keyset, *args):
-        check(*args)
-        return op.redispatch(keyset & _BELOW_BACKEND_SELECT, *args)
-
-    return kernel
-
-
-for _name in _CHECKS:
-    _lib.impl(_name, _checked(_name), "BackendSelect", with_keyset=True)
+# Each op's one check runs in its fake kernel, and once per eager call before any C++
+# (the Autograd kernel, or BackendSelect's where autograd is off). The ops other than
+# graph_conv are not differentiable: a backward through their outputs raises.
+register(
+    "gc_cpp::graph_conv",
+    fake=_graph_conv_fake,
+    autograd=_graph_conv_recording,
+    check=_check_graph_conv,
+    fake_keys=_SPARSE_META,
+)
+register(
+    "gc_cpp::_graph_conv_forward",
+    fake=_graph_conv_forward_fake,
+    autograd=None,
+    check=_check_graph_conv,
+    fake_keys=_SPARSE_META,
+)
+register(
+    "gc_cpp::weight_grad",
+    fake=_weight_grad_fake,
+    autograd=None,
+    check=_check_weight_grad_inputs,
+    fake_keys=_SPARSE_META,
+)
+register(
+    "gc_cpp::_csr_transpose",
+    fake=_csr_transpose_fake,
+    autograd=None,
+    check=_check_csr_transpose_inputs,
+)

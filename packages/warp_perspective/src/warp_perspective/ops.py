@@ -10,7 +10,7 @@ nor symbolic sizes. So:
   instead of the real ones, check the same things over symbolic sizes and say the same
   words; tests/test_warp_perspective.py sends every bad input through both and compares the
   messages, so the two copies cannot drift apart.
-- Autograd is registered here, a Python kernel for the Autograd key of each op. A process that only
+- Autograd is registered here (shared_build's stable_op helper). A process that only
   loads the library (``torch.ops.load_library``, a C++ program) runs the op but does not
   differentiate it; ``import warp_perspective`` adds the gradients.
 """
@@ -25,6 +25,7 @@ import torch
 
 from ._build_info import c10_name
 from ._library import cuda_library_path
+from ._stable_op import below_autograd, register
 
 __all__ = ["backend", "build_config", "warp_perspective"]
 
@@ -278,15 +279,6 @@ def _alert_not_deterministic(grad: torch.Tensor) -> None:
         raise RuntimeError(message)
 
 
-_lib = torch.library.Library(_NS, "IMPL")
-# The kernels below autograd (CPU, CUDA, Meta ...).
-_BELOW_AUTOGRAD = torch._C._after_autograd_keyset
-
-
-def _needs_grad(x: torch.Tensor, warp: torch.Tensor) -> bool:
-    return torch.is_grad_enabled() and (x.requires_grad or warp.requires_grad)
-
-
 class _WarpFunction(torch.autograd.Function):
     """The graph node of either op. The two are each other's adjoint (both linear in their
     first argument): the backward of a forward op is warp_perspective_backward, and the
@@ -300,7 +292,7 @@ class _WarpFunction(torch.autograd.Function):
         # shape, warp_perspective the plane of its output (dsize).
         ctx.adjoint_size = list(x.shape) if is_forward else list(x.shape[-2:])
         ctx.modes = (interpolation, padding_mode)
-        return op.redispatch(keyset & _BELOW_AUTOGRAD, x, warp, size, interpolation, padding_mode)
+        return below_autograd(op, keyset, x, warp, size, interpolation, padding_mode)
 
     @staticmethod
     def backward(ctx, grad):
@@ -318,46 +310,27 @@ class _WarpFunction(torch.autograd.Function):
         return None, None, None, grad_x, None, None, None, None
 
 
-# The arguments after (x, warp) with their defaults: a caller may leave trailing defaults
-# out (TorchScript does), and the dispatcher then passes fewer.
-_FORWARD_REST = (("dsize", None), ("interpolation", "bilinear"), ("padding_mode", "zeros"))
-_BACKWARD_REST = (("image_size", None), ("interpolation", None), ("padding_mode", None))
+def _recording(op, is_forward: bool):
+    """The autograd callable of `op`: one graph node for either op."""
+
+    def record(keyset, x, warp, size, interpolation, padding_mode):
+        return _WarpFunction.apply(
+            keyset, op, is_forward, x, warp, size, interpolation, padding_mode
+        )
+
+    return record
 
 
-def _autograd_kernel(name: str, is_forward: bool, rest, x_name: str):
-    # Every eager call with autograd on enters this Python kernel (the stable ABI has no
-    # C++ autograd), so the common case, nothing to record, is kept short: straight to
-    # the kernels below autograd. torch.library.register_autograd's generic kernel cost
-    # about 10 us more per call here.
-    op = getattr(torch.ops.warp_perspective, name).default
-
-    def kernel(keyset, x, warp, *args, **kwargs):
-        # None for a Tensor argument arrives here as None (the C++ kernels say it too).
-        if x is None:
-            _fail(f"warp_perspective: {x_name} is undefined")
-        if warp is None:
-            _fail("warp_perspective: warp is undefined")
-        if len(args) < len(rest) or kwargs:
-            args = (*args, *(kwargs.get(k, d) for k, d in rest[len(args) :]))
-        if not _needs_grad(x, warp):
-            return op.redispatch(keyset & _BELOW_AUTOGRAD, x, warp, *args)
-        return _WarpFunction.apply(keyset, op, is_forward, x, warp, *args)
-
-    return kernel
-
-
+# No Python check in eager calls: the C++ kernels check every call (their callers include
+# TorchScript and C++ programs), in the words of the fake kernels' checks above.
 for _name in _FORWARD_OPS:
-    torch.library.register_fake(f"{_NS}::{_name}", _forward_fake)
-    _lib.impl(
-        _name,
-        _autograd_kernel(_name, True, _FORWARD_REST, "image"),
-        "Autograd",
-        with_keyset=True,
+    register(
+        f"{_NS}::{_name}",
+        fake=_forward_fake,
+        autograd=_recording(getattr(torch.ops.warp_perspective, _name).default, True),
     )
-torch.library.register_fake(f"{_NS}::warp_perspective_backward", _backward_fake)
-_lib.impl(
-    "warp_perspective_backward",
-    _autograd_kernel("warp_perspective_backward", False, _BACKWARD_REST, "grad_output"),
-    "Autograd",
-    with_keyset=True,
+register(
+    f"{_NS}::warp_perspective_backward",
+    fake=_backward_fake,
+    autograd=_recording(torch.ops.warp_perspective.warp_perspective_backward.default, False),
 )

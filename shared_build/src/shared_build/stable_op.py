@@ -1,0 +1,187 @@
+"""The Python side of an op whose kernels are on LibTorch's stable ABI.
+
+The stable ABI has neither C++ autograd nor symbolic sizes, so a stable-ABI package
+registers from Python what a full-ABI one writes in C++: the fake kernel (torch.compile,
+torch.export, the meta device), the autograd kernel, and, where its C++ does not check
+the arguments, the check every eager call runs first. :func:`register` does all of it for
+one op; an ``autograd.Function`` runs the kernels below it with :func:`below_autograd`.
+
+shared_build copies this file into every stable-ABI package it builds, as
+``_stable_op.py``, so that an installed wheel needs no shared_build. It is the one place
+those packages use private torch API (dispatch key sets, redispatch, the op's schema);
+shared_build/tests/test_stable_op.py runs it under every torch of the matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["below_autograd", "register"]
+
+_BACKEND_SELECT = torch._C.DispatchKey.BackendSelect
+# Below the Autograd kernel, which has run the check: past BackendSelect, whose kernel
+# would run it again.
+_BELOW_AUTOGRAD = torch._C._after_autograd_keyset.remove(_BACKEND_SELECT)
+_BELOW_BACKEND_SELECT = torch._C._dispatch_keyset_full_after(_BACKEND_SELECT)
+_REQUIRED = object()
+# One IMPL library per namespace, alive as long as the process: its registrations go
+# when it is collected.
+_LIBRARIES: dict[str, torch.library.Library] = {}
+
+
+def below_autograd(op: Any, keyset: Any, *args: Any) -> Any:
+    """Call ``op`` (an OpOverload) with the kernels below its Autograd and BackendSelect
+    kernels: the backend kernels of the op library (CPU, CUDA, Meta ...). ``keyset`` is
+    the one the autograd callable of :func:`register` received."""
+    return op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+
+
+def register(
+    qualname: str,
+    *,
+    fake: Callable[..., Any],
+    autograd: Callable[..., Any] | None,
+    check: Callable[..., None] | None = None,
+    fake_keys: Sequence[str] = (),
+) -> None:
+    """Register the Python side of the op ``qualname`` ("namespace::name").
+
+    fake: its fake kernel, which checks the arguments (over symbolic sizes) and returns
+    empty outputs of the right shapes; also registered for the dispatch keys in
+    ``fake_keys`` (e.g. "SparseMeta" for a sparse meta argument).
+
+    autograd: ``autograd(keyset, *args)`` makes the output of a call that records a graph
+    (grad mode on and a tensor argument requiring grad), typically ``Function.apply`` of
+    an ``autograd.Function`` whose forward calls :func:`below_autograd`. None: the op is
+    not differentiable; its outputs then raise in backward instead of autograd's warning.
+    Any other call goes straight to the kernels below autograd: no node, no saved tensors.
+
+    check: ``check(*args)`` raises on bad input. Given, it runs once per eager call before
+    any C++ kernel: in the op's Autograd kernel, or, where no Autograd kernel runs
+    (``inference_mode``, tensors without autograd keys), in its BackendSelect kernel. None
+    where the C++ kernels check the arguments themselves (for callers without Python).
+
+    Every argument reaches ``check`` and ``autograd`` positionally, defaults filled in.
+    """
+    namespace, name = qualname.split("::")
+    op = getattr(getattr(torch.ops, namespace), name).default
+    lib = _LIBRARIES.get(namespace)
+    if lib is None:
+        lib = _LIBRARIES[namespace] = torch.library.Library(namespace, "IMPL")
+    torch.library.register_fake(qualname, fake)
+    for key in fake_keys:
+        lib.impl(name, fake, key)
+    complete = _completer(op)
+    grad_path = autograd if autograd is not None else _not_differentiable(op, qualname)
+    lib.impl(name, _autograd_kernel(op, complete, check, grad_path), "Autograd", with_keyset=True)
+    if check is not None:
+        lib.impl(name, _checked_kernel(op, complete, check), "BackendSelect", with_keyset=True)
+
+
+def _completer(op: Any) -> Callable[[tuple, dict], tuple]:
+    """A function that turns the dispatcher's (args, kwargs) into every argument,
+    positionally: it leaves trailing arguments that equal their defaults out."""
+    arguments = op._schema.arguments
+    names = [a.name for a in arguments]
+    defaults = [a.default_value if a.has_default_value() else _REQUIRED for a in arguments]
+    count = len(arguments)
+    # tails[k]: the defaults of the arguments from position k on (None where one of them
+    # has no default).
+    tails = [
+        None if any(d is _REQUIRED for d in defaults[k:]) else tuple(defaults[k:])
+        for k in range(count + 1)
+    ]
+
+    def complete(args: tuple, kwargs: dict) -> tuple:
+        given = len(args)
+        if not kwargs:
+            if given == count:
+                return args
+            tail = tails[given] if given < count else None
+            if tail is not None:
+                return (*args, *tail)
+        rest = [kwargs.get(n, d) for n, d in zip(names[given:], defaults[given:], strict=True)]
+        missing = [n for n, v in zip(names[given:], rest, strict=True) if v is _REQUIRED]
+        if missing or given > count:
+            raise TypeError(
+                f"{op} takes {count} arguments ({', '.join(names)}), got {given} positional "
+                f"and {sorted(kwargs)}"
+            )
+        return (*args, *rest)
+
+    return complete
+
+
+def _tensor_positions(op: Any) -> tuple[int, ...]:
+    """The positions of the Tensor and Tensor? arguments: those that may require grad."""
+    return tuple(
+        i
+        for i, a in enumerate(op._schema.arguments)
+        if isinstance(a.type, torch.TensorType)
+        or (
+            isinstance(a.type, torch.OptionalType)
+            and isinstance(a.type.getElementType(), torch.TensorType)
+        )
+    )
+
+
+def _autograd_kernel(op: Any, complete: Callable, check: Callable | None, grad_path: Callable):
+    # Every eager call with autograd on enters this Python kernel, so the common case,
+    # nothing to record, is kept short: straight to the kernels below autograd.
+    positions = _tensor_positions(op)
+
+    def kernel(keyset, *args, **kwargs):
+        args = complete(args, kwargs)
+        if check is not None:
+            check(*args)
+        if torch.is_grad_enabled():
+            for i in positions:
+                t = args[i]
+                if t is not None and t.requires_grad:
+                    return grad_path(keyset, *args)
+        # The ATen ops a kernel calls pass their own autograd kernels, which record
+        # nothing either, as no input requires grad (or grad mode is off).
+        return op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+
+    return kernel
+
+
+def _checked_kernel(op: Any, complete: Callable, check: Callable):
+    # BackendSelect is in every call's key set and comes after the Autograd kernels, which
+    # skip it, and before every backend: it runs the check on exactly the calls that
+    # passed no Autograd kernel.
+    def kernel(keyset, *args, **kwargs):
+        args = complete(args, kwargs)
+        check(*args)
+        return op.redispatch(keyset & _BELOW_BACKEND_SELECT, *args)
+
+    return kernel
+
+
+class _NotImplementedBackward(torch.autograd.Function):
+    """Passes the outputs through; a backward through them raises."""
+
+    @staticmethod
+    def forward(ctx, name, outs, *inputs):
+        ctx.name = name
+        return tuple(o.view_as(o) for o in outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for {ctx.name} is not implemented")
+
+
+def _not_differentiable(op: Any, qualname: str) -> Callable:
+    def grad_path(keyset, *args):
+        # Below autograd, so the ATen ops the kernel calls record no history either.
+        with torch._C._AutoDispatchBelowAutograd():
+            out = op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+        outs = out if isinstance(out, tuple) else (out,)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        wrapped = _NotImplementedBackward.apply(qualname, outs, *tensors)
+        return wrapped if isinstance(out, tuple) else wrapped[0]
+
+    return grad_path

@@ -63,6 +63,8 @@ class Goal:
     case: str | None = None  # None: every case of the op
     metric: str | None = None
     note: str = ""
+    # A tie: ours as fast as peer, within the noise min_speedup (< 1) allows.
+    tie: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -117,16 +117,36 @@ def test_goals_are_judged_on_every_version(raw_files):
     goals = [row for row in rows_of(text, "toy") if ">=" in row[1]]
     by_goal = {(row[1], row[2]): row[3:] for row in goals}
     # 1.5x everywhere: met at n=1000 only under 1.1.0 (1.20x, 1.60x), so missed there.
-    assert by_goal[("axpy cpu: toy >= 1.5x eager", "n=10 (float32)")] == ["2.00x", "2.86x", "met"]
+    # The column before the verdict counts the versions that met it.
+    assert by_goal[("axpy cpu: toy >= 1.5x eager", "n=10 (float32)")] == [
+        "2.00x",
+        "2.86x",
+        "2 of 2",
+        "met",
+    ]
     assert by_goal[("axpy cpu: toy >= 1.5x eager", "n=1000 (float32)")] == [
         "1.20x",
         "1.60x",
+        "1 of 2",
         "**missed**",
     ]
     # A goal tied to one case, printed with three significant digits.
     assert by_goal[("axpy cpu: toy >= 0.909x eager", "n=10 (float32)")][-1] == "met"
     # A goal on a device that did not run.
-    assert by_goal[("axpy cuda: toy >= 5x eager", "-")] == ["not run", "not run", "not measured"]
+    assert by_goal[("axpy cuda: toy >= 5x eager", "-")] == [
+        "not run",
+        "not run",
+        "-",
+        "not measured",
+    ]
+
+
+def test_a_tie_goal_says_tie():
+    goal = {**GOALS[0], "min_speedup": 0.97, "tie": True}
+    runs = _one_run([_m("toy", 1.01e-6, ours=True), _m("eager", 1e-6)], goals=[goal])
+    row = next(r for r in rows_of(report.render(runs), "toy") if "ties" in r[1])
+    assert row[1] == "axpy cpu: toy ties eager (>= 0.97x)"
+    assert row[-2:] == ["1 of 1", "met"]
 
 
 def test_machine_builds_and_notes_are_reported(raw_files):

@@ -16,9 +16,17 @@ PACKAGE = "add_ext"
 # What `size` counts in this package's measurements: the plots' x axis.
 SIZE_LABEL = "n, elements per input tensor"
 ALPHA = 2.0
+# Issue 32 on the CPU: never more than 5% behind torch.add at any size; on CUDA the
+# target a GPU run is judged against.
 GOALS = [
-    Goal(op="add", ours="add_ext", peer="torch.add", min_speedup=0.95, device="cpu"),
-    Goal(op="add", ours="add_ext", peer="eager alpha*x+y", min_speedup=1.0, device="cpu"),
+    Goal(
+        op="add",
+        ours="add_ext",
+        peer="torch.add",
+        min_speedup=0.95,
+        device="cpu",
+        note="issue 32: >= 0.95x torch.add from 1e3 to 1e7 elements",
+    ),
     Goal(
         op="add",
         ours="add_ext",

@@ -44,36 +44,44 @@ def _case(n: int, f_in: int, f_out: int) -> str:
     return f"N={n} {f_in}->{f_out}"
 
 
-GOALS = [
-    goal
-    for device in ("cpu", "cuda")
-    for goal in (
-        *(
-            Goal(
-                op="graph_conv dense",
-                ours="gc_cpp",
-                peer=SEED,
-                min_speedup=5.0,
-                device=device,
-                case=_case(n, 512, 64),
-                note="where the association helps (F_out < F_in)",
-            )
-            for n in (1024, 4096)
-        ),
-        Goal(op="graph_conv dense", ours="gc_cpp", peer=EAGER_BEST, min_speedup=1.0, device=device),
-        Goal(
-            op="graph_conv dense fwd+bwd",
-            ours="gc_cpp",
-            peer=EAGER_BEST,
-            min_speedup=1.0,
-            device=device,
-        ),
-        *(
-            Goal(op=op, ours=f"gc_cpp {fmt}", peer=peer, min_speedup=1.0, device=device)
-            for op in ("graph_conv sparse 1%", "graph_conv sparse 1% fwd+bwd")
-            for fmt, peer in (("CSR", SPARSE_CSR), ("COO", SPARSE_COO))
-        ),
+# The goals of the open issues. CPU (issue 32): dense graph_conv at N=1024 and 4096 ties
+# eager addmm, forward and forward+backward: the same GEMMs, so ">= 0.97x" states a tie.
+# CUDA: the targets a GPU run is judged against (not measured yet).
+_TIES = tuple(
+    Goal(
+        op=op,
+        ours="gc_cpp",
+        peer=EAGER_BEST,
+        min_speedup=0.97,
+        device=device,
+        case=_case(n, f_in, f_out),
+        note="issue 32: a tie with addmm",
+        tie=True,
     )
+    for device in ("cpu", "cuda")
+    for op in ("graph_conv dense", "graph_conv dense fwd+bwd")
+    for n in (1024, 4096)
+    for f_in, f_out in ((512, 64), (64, 512))
+)
+GOALS = [
+    *_TIES,
+    *(
+        Goal(
+            op="graph_conv dense",
+            ours="gc_cpp",
+            peer=SEED,
+            min_speedup=5.0,
+            device="cuda",
+            case=_case(n, 512, 64),
+            note="where the association helps (F_out < F_in)",
+        )
+        for n in (1024, 4096)
+    ),
+    *(
+        Goal(op=op, ours=f"gc_cpp {fmt}", peer=peer, min_speedup=1.0, device="cuda")
+        for op in ("graph_conv sparse 1%", "graph_conv sparse 1% fwd+bwd")
+        for fmt, peer in (("CSR", SPARSE_CSR), ("COO", SPARSE_COO))
+    ),
 ]
 
 

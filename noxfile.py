@@ -97,6 +97,7 @@ nox.options.sessions = ["tests"]
 sys.path.insert(0, str(SHARED_BUILD / "src"))
 from shared_build.cuda import pip_compiler_requirements  # noqa: E402
 from shared_build.setup_helpers import STABLE_TARGET as RELEASE_STABLE_TARGET  # noqa: E402
+from shared_build.setup_helpers import read_config  # noqa: E402
 
 
 def _pip_sources() -> list[str]:
@@ -147,26 +148,21 @@ class Package:
 
 
 def discover_packages() -> list[Package]:
-    """Every folder of packages/ with a pyproject.toml, in name order."""
-    import tomllib
-
+    """Every folder of packages/ with a pyproject.toml, in name order, read by
+    shared_build's own reader (read_config), which validates it as a build would."""
     found = []
     for pyproject in sorted(PACKAGES_DIR.glob("*/pyproject.toml")):
-        data = tomllib.loads(pyproject.read_text())
-        table = data.get("tool", {}).get("shared_build", {})
-        has_cu = any((pyproject.parent / "csrc").rglob("*.cu"))
-        extras = data.get("project", {}).get("optional-dependencies", {})
+        config = read_config(pyproject.parent)
+        extras = config.optional_dependencies
         found.append(
             Package(
-                name=data["project"]["name"],
-                root=pyproject.parent,
-                cuda=table.get("cuda", "optional" if has_cu else "none"),
+                name=config.name,
+                root=config.root,
+                cuda=config.cuda,
                 test_requires=tuple(extras.get("test", [])),
                 bench_requires=tuple(extras.get("bench", [])),
-                common=(pyproject.parent / table["common"]).resolve()
-                if "common" in table
-                else None,
-                abi=table.get("abi", "full"),
+                common=config.common,
+                abi=config.abi,
             )
         )
     return found

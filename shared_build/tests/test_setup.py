@@ -444,3 +444,133 @@ def test_git_provenance(tmp_path):
     assert setup_helpers.git_provenance(tmp_path)["git_dirty"] is False
     (tmp_path / "a.txt").write_text("2")
     assert setup_helpers.git_provenance(tmp_path)["git_dirty"] is True
+
+
+# ---- the named steps of _setup_kwargs ------------------------------------------------------
+
+
+def test_merge_options_merges_each_key_once_config_first():
+    extra = {
+        "include_dirs": ["/cfg/include"],
+        "libraries": ["opencv_core"],
+        "define_macros": ["FROM_CONFIG", ["LEVEL", "2"]],
+    }
+    overrides = {
+        "include_dirs": ["/over/include"],
+        "extra_link_args": ["-Wl,-z,now"],
+        "define_macros": [("FROM_SETUP", "1")],
+        "extra_compile_args": {"cxx": ["-DX"], "nvcc": ["-lineinfo"]},
+        "build_info": {"backend": "opencv"},
+    }
+    options = setup_helpers.merge_options(extra, overrides)
+    assert options.include_dirs == ["/cfg/include", "/over/include"]
+    assert options.libraries == ["opencv_core"]
+    assert options.library_dirs == []
+    assert options.extra_link_args == ["-Wl,-z,now"]
+    assert options.define_macros == [("FROM_CONFIG", None), ("LEVEL", "2"), ("FROM_SETUP", "1")]
+    assert options.extra_compile_args == {"cxx": ["-DX"], "nvcc": ["-lineinfo"]}
+    assert options.build_info == {"backend": "opencv"}
+    # The inputs are left as they were.
+    assert extra["include_dirs"] == ["/cfg/include"]
+
+
+def test_build_tag_names_every_combination():
+    tag = setup_helpers.build_tag("2.14.1+cu130", True, True, ["address", "undefined"])
+    assert tag == f"torch2.14.1_cu130-{sys.implementation.cache_tag}-cuda-debug-address-undefined"
+    assert setup_helpers.build_tag("2.13.0+cpu", False, False, []) == (
+        f"torch2.13.0_cpu-{sys.implementation.cache_tag}"
+    )
+
+
+def test_resolve_cuda_off_for_a_package_without_cuda(tmp_path):
+    class CudaTorch:
+        __version__ = "2.14.1+cu130"
+
+        class version:
+            cuda = "13.0"
+
+    config = setup_helpers.read_config(make_package(tmp_path))
+    env: dict[str, str] = {}
+    assert setup_helpers.resolve_cuda(env, config, CudaTorch, tmp_path) == setup_helpers.CudaBuild()
+    assert env == {}  # no CUDA_HOME, no arch list
+
+
+def _macros(extension) -> dict[str, str | None]:
+    return dict(extension.define_macros)
+
+
+@pytest.mark.parametrize(
+    ("abi", "cuda", "expected"),
+    [
+        # (extension names, CUDAExtension?, WITH_CUDA in each, USE_CUDA in each)
+        ("full", False, [("demo._C", False, False, False)]),
+        ("full", True, [("demo._C", True, True, False)]),
+        ("stable", False, [("demo._C", False, False, False)]),
+        # Stable with CUDA: the .cu files go into a second library, the only one built
+        # with WITH_CUDA and USE_CUDA.
+        ("stable", True, [("demo._C", False, False, False), ("demo._C_cuda", True, True, True)]),
+    ],
+)
+def test_make_extensions(tmp_path, abi, cuda, expected):
+    cpp_extension = pytest.importorskip("torch.utils.cpp_extension")
+    if cuda and cpp_extension.CUDA_HOME is None:
+        pytest.skip("CUDAExtension needs a CUDA toolkit (CUDA_HOME) to list its libraries")
+    table = f'abi = "{abi}"\ncuda = "optional"\ndefine_macros = ["FROM_CONFIG"]\n'
+    root = make_package(tmp_path, table, files=("csrc/op.cpp", "csrc/cuda/op_kernel.cu"))
+    config = setup_helpers.read_config(root)
+    options = setup_helpers.merge_options(config.extra, {"libraries": ["m"]})
+    flags = setup_helpers.Flags({"cxx": ["-O3"], "nvcc": ["-O3"]}, ["/inc"])
+    sources = setup_helpers.collect_sources(root, cuda, None)
+    extensions, cuda_library = setup_helpers.make_extensions(
+        config,
+        sources,
+        flags,
+        options,
+        setup_helpers.CudaBuild(enabled=cuda),
+        ["-fsanitize=address"],
+        "2.13" if abi == "stable" else None,
+    )
+    got = [
+        (
+            e.name,
+            any(s.endswith(".cu") for s in e.sources),
+            "WITH_CUDA" in _macros(e),
+            "USE_CUDA" in _macros(e),
+        )
+        for e in extensions
+    ]
+    assert got == expected
+    assert cuda_library == ("_C_cuda" if abi == "stable" and cuda else None)
+    main = extensions[0]
+    assert _macros(main)["FROM_CONFIG"] is None
+    assert ("TORCH_TARGET_VERSION" in _macros(main)) == (abi == "stable")
+    assert main.libraries[0] == "m"
+    assert main.extra_link_args[-1] == "-fsanitize=address"
+    # cpp_extension adds to the lists it is given: neither the merged options nor the
+    # flags shared by the two extensions are touched.
+    assert options.libraries == ["m"]
+    assert flags.include_dirs == ["/inc"]
+    assert flags.compile_args == {"cxx": ["-O3"], "nvcc": ["-O3"]}
+
+
+def test_compile_flags_order_and_include_folders(tmp_path):
+    pytest.importorskip("torch")
+    root = make_package(tmp_path, 'include_dirs = ["/cfg/include"]\n')
+    config = setup_helpers.read_config(root)
+    options = setup_helpers.merge_options(
+        config.extra, {"include_dirs": ["/over"], "extra_compile_args": {"cxx": ["-DEXTRA"]}}
+    )
+    cuda = setup_helpers.CudaBuild(include_dirs=["/cuda/include"])
+    flags = setup_helpers.compile_flags({"DEBUG": "1"}, root, config, options, cuda, True)
+    assert flags.include_dirs == [
+        str(setup_helpers.INCLUDE_DIR),
+        str(root / "csrc"),
+        "/cfg/include",
+        "/over",
+        "/cuda/include",
+    ]
+    cxx = flags.compile_args["cxx"]
+    assert "-O0" in cxx and "-O3" not in cxx
+    # The overrides come after shared_build's own flags, the warnings last.
+    assert cxx.index("-DEXTRA") > cxx.index("-O0")
+    assert set(flags.compile_args) == {"cxx"}  # no nvcc without CUDA

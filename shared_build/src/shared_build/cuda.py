@@ -334,15 +334,10 @@ def select_toolkit(
     )
 
 
-def check_toolkit_matches_torch(toolkit: CudaToolkit, torch_cuda: str) -> str | None:
-    """Fail on a major-version mismatch; return a warning for a minor one (else None)."""
+def minor_mismatch_warning(toolkit: CudaToolkit, torch_cuda: str) -> str | None:
+    """A warning when the toolkit's minor version is not torch's (else None). Its major
+    version is torch's: select_toolkit takes no other (evaluate)."""
     wanted = Version(torch_cuda)
-    if toolkit.version.major != wanted.major:
-        raise BuildError(
-            f"the CUDA toolkit at {toolkit.root} is CUDA {toolkit.version} but torch was "
-            f"built with CUDA {torch_cuda}; install a CUDA {wanted.major}.x toolkit and "
-            "point CUDA_HOME at it, or build without CUDA with USE_CUDA=0"
-        )
     if toolkit.version.minor != wanted.minor:
         return (
             f"the CUDA toolkit is {toolkit.version} and torch uses CUDA {torch_cuda}; "
@@ -373,9 +368,9 @@ def decide_cuda(
                 f"{package} is CUDA-only and USE_CUDA=0 turns CUDA off; unset USE_CUDA"
             )
         return False
+    why = "USE_CUDA=1 asks for CUDA" if mode == "on" else f"{package} is CUDA-only"
     if torch_cuda is None:
         if mode == "on" or requirement == "required":
-            why = "USE_CUDA=1 asks for CUDA" if mode == "on" else f"{package} is CUDA-only"
             raise BuildError(
                 f"{why} but the installed torch is a CPU-only build; install a CUDA "
                 "build of torch (for example pip install torch --index-url "
@@ -384,7 +379,6 @@ def decide_cuda(
         return False
     if toolkit is None:
         if mode == "on" or requirement == "required":
-            why = "USE_CUDA=1 asks for CUDA" if mode == "on" else f"{package} is CUDA-only"
             raise BuildError(
                 f"{why} but no CUDA compiler was found (looked at CUDA_HOME, CUDA_PATH, "
                 f"this environment's pip packages, /usr/local/cuda and nvcc on PATH); "

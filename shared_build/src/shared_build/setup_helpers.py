@@ -90,6 +90,8 @@ class PackageConfig:
     dynamic_dependencies: bool = False
     dependencies: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    # [project] optional-dependencies (test, bench ...): what nox installs beside it.
+    optional_dependencies: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -167,6 +169,9 @@ def read_config(root: Path) -> PackageConfig:
         dynamic_dependencies=dynamic_dependencies,
         dependencies=list(dependencies),
         extra=table,
+        optional_dependencies={
+            k: list(v) for k, v in project.get("optional-dependencies", {}).items()
+        },
     )
 
 
@@ -592,6 +597,258 @@ def _egg_info_options(base: Path) -> dict[str, str]:
     return {"egg_base": str(folder)}
 
 
+# The keys of [tool.shared_build.extra] and of setup_kwargs' overrides that add to the
+# extension; both are merged once, the package's configuration first.
+_OPTION_LISTS = ("include_dirs", "library_dirs", "libraries", "extra_link_args")
+
+
+@dataclass
+class Options:
+    """What pyproject.toml's [tool.shared_build.extra] and setup.py's overrides add to the
+    extension, merged."""
+
+    include_dirs: list[str] = field(default_factory=list)
+    library_dirs: list[str] = field(default_factory=list)
+    libraries: list[str] = field(default_factory=list)
+    extra_link_args: list[str] = field(default_factory=list)
+    define_macros: list[tuple[str, str | None]] = field(default_factory=list)
+    extra_compile_args: dict[str, list[str]] = field(default_factory=dict)
+    build_info: dict[str, Any] = field(default_factory=dict)
+
+
+def merge_options(extra: Mapping[str, Any], overrides: Mapping[str, Any]) -> Options:
+    """extra, then overrides, for every key; a macro given as a name alone has no value."""
+    options = Options(build_info=dict(overrides.get("build_info", {})))
+    for key in _OPTION_LISTS:
+        setattr(options, key, [*extra.get(key, []), *overrides.get(key, [])])
+    options.define_macros = [
+        tuple(m) if isinstance(m, (list, tuple)) else (m, None)
+        for m in [*extra.get("define_macros", []), *overrides.get("define_macros", [])]
+    ]
+    for source in (extra, overrides):
+        for key, args in source.get("extra_compile_args", {}).items():
+            options.extra_compile_args.setdefault(key, []).extend(args)
+    return options
+
+
+def _python_packages(root: Path, config: PackageConfig) -> dict[str, Any]:
+    """The setup() arguments of the package's Python side: its packages (and the common
+    folder's python/, as <name>._<folder>), where they are, and the sdist command."""
+    packages = sorted(
+        {
+            p.parent.relative_to(root / "src").as_posix().replace("/", ".")
+            for p in (root / "src").rglob("__init__.py")
+        }
+    )
+    package_dir = {"": "src"}
+    if config.common is not None:
+        common_package = f"{config.name}._{config.common.name.removesuffix('_common')}"
+        packages.append(common_package)
+        # setuptools takes only relative paths here, even ones that leave the package.
+        package_dir[common_package] = Path(
+            os.path.relpath(config.common / "python", root)
+        ).as_posix()
+    return {
+        "packages": packages,
+        "package_dir": package_dir,
+        "cmdclass": {"sdist": _make_sdist(root, config.common)},
+    }
+
+
+@dataclass
+class CudaBuild:
+    """Whether the build compiles CUDA, with which toolkit, and what that adds."""
+
+    enabled: bool = False
+    toolkit: cuda_mod.CudaToolkit | None = None
+    include_dirs: list[str] = field(default_factory=list)
+    arch_list: str | None = None
+    arch_origin: str | None = None
+    rpath_args: list[str] = field(default_factory=list)
+
+
+def resolve_cuda(
+    env: dict[str, str], config: PackageConfig, torch: Any, out_of_tree: Path
+) -> CudaBuild:
+    """USE_CUDA, the package's cuda key and the torch decide; with CUDA on, the toolkit
+    becomes CUDA_HOME (env and cpp_extension's) and the arch list TORCH_CUDA_ARCH_LIST."""
+    mode = knobs.use_cuda_mode(env)
+    chosen = None
+    if config.cuda != "none" and mode != "off" and torch.version.cuda is not None:
+        # Where a pip compiler gets its CUDA_HOME-shaped folder of links: per torch, since
+        # each torch version pins its own CUDA.
+        cuda_home_dir = out_of_tree / "cuda_home" / f"torch{torch.__version__}".replace("+", "_")
+        chosen = cuda_mod.select_toolkit(
+            env, torch.version.cuda, _site_dirs(torch), str(cuda_home_dir.resolve())
+        )
+    toolkit = chosen.toolkit if chosen else None
+    if not cuda_mod.decide_cuda(mode, config.cuda, torch.version.cuda, toolkit, config.name):
+        return CudaBuild()
+    assert chosen is not None and toolkit is not None
+    warning = cuda_mod.minor_mismatch_warning(toolkit, torch.version.cuda)
+    if warning:
+        _log(f"warning: {warning}")
+    from torch.utils import cpp_extension
+
+    env["CUDA_HOME"] = toolkit.root
+    # cpp_extension resolved CUDA_HOME when it was imported; make it use our choice.
+    cpp_extension.CUDA_HOME = toolkit.root
+    toolkit_archs = cuda_mod.parse_nvcc_gpu_codes(
+        subprocess.run(
+            [toolkit.nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False
+        ).stdout
+    )
+    arch_list, arch_origin = cuda_mod.resolve_arch_list(
+        env, _visible_capabilities(torch), toolkit_archs, _torch_archs(torch)
+    )
+    env["TORCH_CUDA_ARCH_LIST"] = arch_list
+    rpath_args = []
+    if toolkit.pip_dir:
+        # Built with NVIDIA's pip runtime: the library finds libcudart.so.13 beside it in
+        # site-packages when a C++ program (no Python, no torch import first) loads it,
+        # as torch's own libraries do.
+        site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
+        cuda_rpath = os.path.relpath(
+            os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, config.name)
+        )
+        rpath_args.append(f"-Wl,-rpath,$ORIGIN/{cuda_rpath}")
+    return CudaBuild(
+        enabled=True,
+        toolkit=toolkit,
+        include_dirs=list(chosen.extra_include_dirs),
+        arch_list=arch_list,
+        arch_origin=arch_origin,
+        rpath_args=rpath_args,
+    )
+
+
+@dataclass
+class Flags:
+    """The compiler's arguments ({"cxx": [...], "nvcc": [...]}) and include folders."""
+
+    compile_args: dict[str, list[str]]
+    include_dirs: list[str]
+
+
+def compile_flags(
+    env: Mapping[str, str],
+    root: Path,
+    config: PackageConfig,
+    options: Options,
+    cuda: CudaBuild,
+    openmp: bool,
+) -> Flags:
+    """Optimisation or debug, sanitizers, OpenMP, the overrides, the glibc shims and the
+    warnings; the include folders: shared_build's, the package's, the common folder's,
+    the configured ones, CUDA's."""
+    from torch.utils import cpp_extension
+
+    debug = knobs.is_debug(env)
+    sanitize_cxx, _ = knobs.sanitize_args(knobs.sanitizers(env), debug)
+    compile_args = knobs.compile_args(debug, cuda.enabled)
+    compile_args["cxx"] += sanitize_cxx
+    compile_args["cxx"] += knobs.openmp_compile_args(openmp, sys.platform)
+    for key, extra in options.extra_compile_args.items():
+        compile_args.setdefault(key, []).extend(extra)
+    ours = [str(INCLUDE_DIR), str(root / "csrc")]
+    include_dirs = [
+        *ours,
+        *([str(config.common / "csrc")] if config.common else []),
+        *options.include_dirs,
+        *cuda.include_dirs,
+    ]
+    if sys.platform.startswith("linux"):
+        # The wheel needs no glibc newer than 2.28 (manylinux_2_28):
+        # - glibc_compat/ ahead of the system's headers, for C++ and for nvcc's host
+        #   compiler (glibc_compat/sys/single_threaded.h says why);
+        # - NVTX_DISABLE: CUDA 13.2's headers compile NVTX3's loader into every .cu
+        #   object, and it calls dlopen, dlsym and dlclose at GLIBC_2.34. Our kernels
+        #   emit no NVTX ranges (torch's own, in its libraries, are untouched).
+        for key in compile_args:
+            compile_args[key] += ["-isystem", str(GLIBC_COMPAT_DIR), "-DNVTX_DISABLE"]
+    compile_args["cxx"] += knobs.warning_args(
+        knobs.is_werror(env),
+        [
+            *cpp_extension.include_paths("cuda" if cuda.enabled else "cpu"),
+            sysconfig.get_path("include"),
+            *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
+        ],
+    )
+    return Flags(compile_args, include_dirs)
+
+
+def make_extensions(
+    config: PackageConfig,
+    sources: list[str],
+    flags: Flags,
+    options: Options,
+    cuda: CudaBuild,
+    link_args: list[str],
+    stable_target: str | None,
+) -> tuple[list[Any], str | None]:
+    """The extensions and the name of the CUDA library (None without one).
+
+    One extension, <name>.<module>, a CUDAExtension when it compiles CUDA. A stable-ABI
+    build with CUDA puts its .cu files into a second one, <module>_cuda, which the package
+    loads only under a CUDA torch, so that the same wheel imports under a CPU-only torch.
+    WITH_CUDA is defined where CUDA is compiled; USE_CUDA too in the second library (the C
+    shim declares its CUDA entry points, the current stream and stream guards, under it).
+    """
+    from torch.utils import cpp_extension
+
+    def compile_args() -> dict[str, list[str]]:
+        # A copy per extension: cpp_extension adds to the lists it is given.
+        return {key: list(args) for key, args in flags.compile_args.items()}
+
+    macros = list(options.define_macros)
+    if stable_target is not None:
+        macros.append(("TORCH_TARGET_VERSION", target_version_macro(stable_target)))
+    extensions = []
+    cuda_library = None
+    if stable_target is not None and cuda.enabled:
+        sources, cuda_sources = split_cuda_sources(sources)
+        cuda_library = f"{config.module}_cuda"
+        extensions.append(
+            cpp_extension.CUDAExtension(
+                name=f"{config.name}.{cuda_library}",
+                sources=cuda_sources,
+                include_dirs=list(flags.include_dirs),
+                define_macros=[*macros, ("WITH_CUDA", None), ("USE_CUDA", None)],
+                extra_compile_args=compile_args(),
+                py_limited_api=True,
+            )
+        )
+    main_cuda = cuda.enabled and cuda_library is None
+    extension_cls = cpp_extension.CUDAExtension if main_cuda else cpp_extension.CppExtension
+    main = extension_cls(
+        name=f"{config.name}.{config.module}",
+        sources=sources,
+        include_dirs=list(flags.include_dirs),
+        library_dirs=list(options.library_dirs),
+        libraries=list(options.libraries),
+        extra_link_args=[*options.extra_link_args, *link_args],
+        define_macros=[*macros, *([("WITH_CUDA", None)] if main_cuda else [])],
+        extra_compile_args=compile_args(),
+        # By default nothing uses libtorch_python or pybind11: ops reach Python through the
+        # dispatcher, so one abi3 wheel serves every CPython >= 3.10, and a library without
+        # a Python module links into a C++ program without libpython. limited_api = false
+        # is for a package that binds functions with pybind11 (full C API, torch_python).
+        py_limited_api=config.limited_api or not config.python_module,
+    )
+    return [main, *extensions], cuda_library
+
+
+def build_tag(torch_version: str, cuda: bool, debug: bool, sanitize: Sequence[str]) -> str:
+    """The build folder's name: one per torch/Python/CUDA/debug/sanitizer combination, so
+    that switching torch never reuses objects compiled against other headers, and
+    switching back recompiles nothing."""
+    tag = (
+        f"torch{torch_version}-{sys.implementation.cache_tag}{'-cuda' if cuda else ''}"
+        f"{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
+    )
+    return tag.replace("+", "_")
+
+
 def _setup_kwargs(
     root: Path,
     env: dict[str, str],
@@ -604,25 +861,7 @@ def _setup_kwargs(
         root = root.parent
     config = read_config(root)
     package = config.name
-    packages = sorted(
-        {
-            p.parent.relative_to(root / "src").as_posix().replace("/", ".")
-            for p in (root / "src").rglob("__init__.py")
-        }
-    )
-    package_dir = {"": "src"}
-    if config.common is not None:
-        common_package = f"{package}._{config.common.name.removesuffix('_common')}"
-        packages.append(common_package)
-        # setuptools takes only relative paths here, even ones that leave the package.
-        package_dir[common_package] = Path(
-            os.path.relpath(config.common / "python", root)
-        ).as_posix()
-    kwargs: dict[str, Any] = {
-        "packages": packages,
-        "package_dir": package_dir,
-        "cmdclass": {"sdist": _make_sdist(root, config.common)},
-    }
+    kwargs = _python_packages(root, config)
     if is_metadata_only(argv):
         # Building a wheel without torch cannot end well: say so in the front end's first
         # hook, before it downloads the runtime dependencies. An sdist needs no torch.
@@ -641,99 +880,15 @@ def _setup_kwargs(
     check_setuptools()
     compiler = knobs.find_cxx(env)
     require_ninja(env)
-
-    mode = knobs.use_cuda_mode(env)
     out_of_tree = build_root(env, package)
-    chosen = None
-    if config.cuda != "none" and mode != "off" and torch.version.cuda is not None:
-        # Where a pip compiler gets its CUDA_HOME-shaped folder of links: per torch, since
-        # each torch version pins its own CUDA.
-        cuda_home_dir = out_of_tree / "cuda_home" / f"torch{torch.__version__}".replace("+", "_")
-        chosen = cuda_mod.select_toolkit(
-            env, torch.version.cuda, _site_dirs(torch), str(cuda_home_dir.resolve())
-        )
-    toolkit = chosen.toolkit if chosen else None
-    with_cuda = cuda_mod.decide_cuda(mode, config.cuda, torch.version.cuda, toolkit, package)
-
+    options = merge_options(config.extra, overrides)
+    cuda = resolve_cuda(env, config, torch, out_of_tree)
+    flags = compile_flags(env, root, config, options, cuda, torch.backends.openmp.is_available())
     debug = knobs.is_debug(env)
     sanitize = knobs.sanitizers(env)
-    sanitize_cxx, sanitize_link = knobs.sanitize_args(sanitize, debug)
-    compile_args = knobs.compile_args(debug, with_cuda)
-    compile_args["cxx"] += sanitize_cxx
-    compile_args["cxx"] += knobs.openmp_compile_args(
-        torch.backends.openmp.is_available(), sys.platform
-    )
-    for key, extra in overrides.get("extra_compile_args", {}).items():
-        compile_args.setdefault(key, []).extend(extra)
-    include_dirs = [
-        str(INCLUDE_DIR),
-        str(root / "csrc"),
-        *([str(config.common / "csrc")] if config.common else []),
-        *config.extra.get("include_dirs", []),
-        *overrides.get("include_dirs", []),
-    ]
-    if sys.platform.startswith("linux"):
-        # The wheel needs no glibc newer than 2.28 (manylinux_2_28):
-        # - glibc_compat/ ahead of the system's headers, for C++ and for nvcc's host
-        #   compiler (glibc_compat/sys/single_threaded.h says why);
-        # - NVTX_DISABLE: CUDA 13.2's headers compile NVTX3's loader into every .cu
-        #   object, and it calls dlopen, dlsym and dlclose at GLIBC_2.34. Our kernels
-        #   emit no NVTX ranges (torch's own, in its libraries, are untouched).
-        for key in compile_args:
-            compile_args[key] += ["-isystem", str(GLIBC_COMPAT_DIR), "-DNVTX_DISABLE"]
-    define_macros = [
-        tuple(m) if isinstance(m, (list, tuple)) else (m, None)
-        for m in [*config.extra.get("define_macros", []), *overrides.get("define_macros", [])]
-    ]
-
-    from torch.utils import cpp_extension
-
-    arch_list = None
-    rpath_args: list[str] = []
-    if with_cuda:
-        assert toolkit is not None
-        warning = cuda_mod.check_toolkit_matches_torch(toolkit, torch.version.cuda)
-        if warning:
-            _log(f"warning: {warning}")
-        assert chosen is not None
-        env["CUDA_HOME"] = toolkit.root
-        # cpp_extension resolved CUDA_HOME when it was imported; make it use our choice.
-        cpp_extension.CUDA_HOME = toolkit.root
-        include_dirs += chosen.extra_include_dirs
-        toolkit_archs = cuda_mod.parse_nvcc_gpu_codes(
-            subprocess.run(
-                [toolkit.nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False
-            ).stdout
-        )
-        arch_list, arch_origin = cuda_mod.resolve_arch_list(
-            env, _visible_capabilities(torch), toolkit_archs, _torch_archs(torch)
-        )
-        env["TORCH_CUDA_ARCH_LIST"] = arch_list
-        define_macros.append(("WITH_CUDA", None))
-        if toolkit.pip_dir:
-            # Built with NVIDIA's pip runtime: the library finds libcudart.so.13 beside it in
-            # site-packages when a C++ program (no Python, no torch import first) loads it,
-            # as torch's own libraries do.
-            site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
-            cuda_rpath = os.path.relpath(
-                os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, package)
-            )
-            rpath_args.append(f"-Wl,-rpath,$ORIGIN/{cuda_rpath}")
-
-    werror = knobs.is_werror(env)
-    ours = {str(INCLUDE_DIR), str(root / "csrc")}
-    compile_args["cxx"] += knobs.warning_args(
-        werror,
-        [
-            *cpp_extension.include_paths("cuda" if with_cuda else "cpu"),
-            sysconfig.get_path("include"),
-            *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
-        ],
-    )
-
-    jobs = knobs.max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), with_cuda)
+    _, sanitize_link = knobs.sanitize_args(sanitize, debug)
+    jobs = knobs.max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), cuda.enabled)
     env["MAX_JOBS"] = str(jobs)
-
     # A compiler cache in front of c++ and nvcc: torch.utils.cpp_extension (2.13 on) puts
     # ccache or sccache in front of both in its ninja file whenever one is on PATH, and
     # TORCH_NO_COMPILER_WRAPPER=1 stops it; USE_CCACHE decides which, and records it.
@@ -742,67 +897,30 @@ def _setup_kwargs(
         env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     else:
         env.pop("TORCH_NO_COMPILER_WRAPPER", None)
-
-    sources = collect_sources(root, with_cuda, config.common)
-    stable = config.abi == "stable"
     target = None
-    cuda_library = None
-    extensions = []
-    if stable:
+    if config.abi == "stable":
         try:
             target = knobs.stable_target(env, STABLE_TARGET, torch.__version__)
         except BuildError as error:
             raise BuildError(f"{package}: {error}") from None
-        define_macros.append(("TORCH_TARGET_VERSION", target_version_macro(target)))
-        if with_cuda:
-            # The CUDA kernels go into a second library that the package loads only under
-            # a CUDA torch, so that the same wheel imports under a CPU-only torch.
-            sources, cuda_sources = split_cuda_sources(sources)
-            cuda_library = f"{config.module}_cuda"
-            extensions.append(
-                cpp_extension.CUDAExtension(
-                    name=f"{package}.{cuda_library}",
-                    sources=cuda_sources,
-                    include_dirs=include_dirs,
-                    # USE_CUDA: the C shim declares its CUDA entry points (the current
-                    # stream, stream guards) only under it.
-                    define_macros=[*define_macros, ("USE_CUDA", None)],
-                    extra_compile_args=compile_args,
-                    py_limited_api=True,
-                )
-            )
-            define_macros = [m for m in define_macros if m[0] != "WITH_CUDA"]
-    with_cuda_main = with_cuda and cuda_library is None
-    extension_cls = cpp_extension.CUDAExtension if with_cuda_main else cpp_extension.CppExtension
-    extension = extension_cls(
-        name=f"{package}.{config.module}",
-        sources=sources,
-        include_dirs=include_dirs,
-        library_dirs=[*config.extra.get("library_dirs", []), *overrides.get("library_dirs", [])],
-        libraries=[*config.extra.get("libraries", []), *overrides.get("libraries", [])],
-        extra_link_args=[
-            *config.extra.get("extra_link_args", []),
-            *overrides.get("extra_link_args", []),
-            *sanitize_link,
-            *rpath_args,
-        ],
-        define_macros=define_macros,
-        extra_compile_args=compile_args,
-        # By default nothing uses libtorch_python or pybind11: ops reach Python through the
-        # dispatcher, so one abi3 wheel serves every CPython >= 3.10, and a library without
-        # a Python module links into a C++ program without libpython. limited_api = false
-        # is for a package that binds functions with pybind11 (full C API, torch_python).
-        py_limited_api=config.limited_api or not config.python_module,
+    extensions, cuda_library = make_extensions(
+        config,
+        collect_sources(root, cuda.enabled, config.common),
+        flags,
+        options,
+        cuda,
+        [*sanitize_link, *cuda.rpath_args],
+        target,
     )
-
+    toolkit = cuda.toolkit
     info: dict[str, Any] = {
         "package": package,
         "version": config.version,
         "torch": torch.__version__,
         "torch_cuda": torch.version.cuda,
-        "cuda": str(toolkit.version) if with_cuda and toolkit else None,
-        "nvcc": toolkit.nvcc if with_cuda and toolkit else None,
-        "arch_list": arch_list,
+        "cuda": str(toolkit.version) if toolkit else None,
+        "nvcc": toolkit.nvcc if toolkit else None,
+        "arch_list": cuda.arch_list,
         "debug": debug,
         "sanitize": list(sanitize),
         "python": platform.python_version(),
@@ -810,25 +928,29 @@ def _setup_kwargs(
         "compiler_launcher": launcher,
         "source_dir": str(root),
         "abi": config.abi,
-        "torch_target": target if stable else None,
+        "torch_target": target,
         "cuda_library": cuda_library,
         **git_provenance(root),
-        **overrides.get("build_info", {}),
+        **options.build_info,
     }
-    tag = f"torch{torch.__version__}-{sys.implementation.cache_tag}{'-cuda' if with_cuda else ''}{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
-    # One build folder per torch/Python/CUDA/debug/sanitizer combination: switching torch never
-    # reuses objects compiled against other headers, and switching back recompiles nothing.
-    build_base = str(out_of_tree / tag.replace("+", "_"))
-    summary = (
-        f"{package}: CUDA {'on (nvcc ' + str(toolkit.version) + ' at ' + toolkit.nvcc + ', ' + toolkit.origin + ', TORCH_CUDA_ARCH_LIST=' + str(arch_list) + ' from ' + arch_origin + ')' if with_cuda and toolkit else 'off'}"
-        f", {'DEBUG -O0 -g' if debug else '-O3'}{', WERROR -Wall -Wextra -Werror' if werror else ''}{', SANITIZE=' + ','.join(sanitize) if sanitize else ''}, MAX_JOBS={jobs}, compiler cache {launcher or 'off'}, torch {torch.__version__}, build folder {build_base}"
+    build_base = str(out_of_tree / build_tag(torch.__version__, cuda.enabled, debug, sanitize))
+    cuda_summary = (
+        f"on (nvcc {toolkit.version} at {toolkit.nvcc}, {toolkit.origin}, "
+        f"TORCH_CUDA_ARCH_LIST={cuda.arch_list} from {cuda.arch_origin})"
+        if toolkit
+        else "off"
     )
-    _log(summary)
+    _log(
+        f"{package}: CUDA {cuda_summary}, {'DEBUG -O0 -g' if debug else '-O3'}"
+        f"{', WERROR -Wall -Wextra -Werror' if knobs.is_werror(env) else ''}"
+        f"{', SANITIZE=' + ','.join(sanitize) if sanitize else ''}, MAX_JOBS={jobs}, "
+        f"compiler cache {launcher or 'off'}, torch {torch.__version__}, build folder {build_base}"
+    )
 
     requirements = runtime_requirements(config, env, torch.__version__)
     if requirements is not None:
         kwargs["install_requires"] = requirements
-    kwargs["ext_modules"] = [extension, *extensions]
+    kwargs["ext_modules"] = extensions
     kwargs["cmdclass"]["build_ext"] = _make_build_ext(info, config.python_module)
     kwargs["options"] = {
         "build": {"build_base": build_base},

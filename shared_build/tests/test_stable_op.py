@@ -17,6 +17,7 @@ _lib = torch.library.Library(NS, "DEF")
 _lib.define("scale_add(Tensor x, Tensor? y=None, float alpha=1.0) -> Tensor")
 _lib.define("split(Tensor x) -> (Tensor, Tensor)")
 _lib.define("checked_in_cpp(Tensor x) -> Tensor")
+_lib.define("stack_of(Tensor[] xs) -> Tensor")
 
 CALLS: list[str] = []
 
@@ -194,3 +195,10 @@ def test_without_a_python_check_the_kernel_checks_in_every_mode():
 def test_tensor_positions_from_the_schema():
     assert stable_op._tensor_positions(scale_add_op) == (0, 1)
     assert stable_op._tensor_positions(split_op) == (0,)
+
+
+def test_a_list_of_tensors_is_refused_with_a_sentence():
+    with pytest.raises(NotImplementedError, match="list-of-tensors argument 'xs'"):
+        stable_op.register(f"{NS}::stack_of", fake=lambda xs: xs[0], autograd=None)
+    # Refused before anything was registered.
+    assert not torch._C._dispatch_has_kernel_for_dispatch_key(f"{NS}::stack_of", "Meta")

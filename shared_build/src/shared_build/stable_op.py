@@ -68,6 +68,7 @@ def register(
     """
     namespace, name = qualname.split("::")
     op = getattr(getattr(torch.ops, namespace), name).default
+    positions = _tensor_positions(op)  # first: it refuses a schema it cannot serve
     lib = _LIBRARIES.get(namespace)
     if lib is None:
         lib = _LIBRARIES[namespace] = torch.library.Library(namespace, "IMPL")
@@ -76,14 +77,19 @@ def register(
         lib.impl(name, fake, key)
     complete = _completer(op)
     grad_path = autograd if autograd is not None else _not_differentiable(op, qualname)
-    lib.impl(name, _autograd_kernel(op, complete, check, grad_path), "Autograd", with_keyset=True)
+    lib.impl(
+        name,
+        _autograd_kernel(op, positions, complete, check, grad_path),
+        "Autograd",
+        with_keyset=True,
+    )
     if check is not None:
         lib.impl(name, _checked_kernel(op, complete, check), "BackendSelect", with_keyset=True)
 
 
 def _completer(op: Any) -> Callable[[tuple, dict], tuple]:
     """A function that turns the dispatcher's (args, kwargs) into every argument,
-    positionally: it leaves trailing arguments that equal their defaults out."""
+    positionally (the dispatcher leaves out trailing arguments equal to their defaults)."""
     arguments = op._schema.arguments
     names = [a.name for a in arguments]
     defaults = [a.default_value if a.has_default_value() else _REQUIRED for a in arguments]
@@ -116,7 +122,15 @@ def _completer(op: Any) -> Callable[[tuple, dict], tuple]:
 
 
 def _tensor_positions(op: Any) -> tuple[int, ...]:
-    """The positions of the Tensor and Tensor? arguments: those that may require grad."""
+    """The positions of the Tensor and Tensor? arguments: those that may require grad. A
+    list of tensors (Tensor[]) is refused: the grad test below does not look into one."""
+    for a in op._schema.arguments:
+        element = a.type.getElementType() if isinstance(a.type, torch.ListType) else None
+        if isinstance(element, (torch.TensorType, torch.OptionalType)):
+            raise NotImplementedError(
+                f"{op}: stable_op.register does not support the list-of-tensors argument "
+                f"{a.name!r} ({a.type}); pass the tensors as separate arguments"
+            )
     return tuple(
         i
         for i, a in enumerate(op._schema.arguments)
@@ -128,10 +142,15 @@ def _tensor_positions(op: Any) -> tuple[int, ...]:
     )
 
 
-def _autograd_kernel(op: Any, complete: Callable, check: Callable | None, grad_path: Callable):
+def _autograd_kernel(
+    op: Any,
+    positions: tuple[int, ...],
+    complete: Callable,
+    check: Callable | None,
+    grad_path: Callable,
+):
     # Every eager call with autograd on enters this Python kernel, so the common case,
     # nothing to record, is kept short: straight to the kernels below autograd.
-    positions = _tensor_positions(op)
 
     def kernel(keyset, *args, **kwargs):
         args = complete(args, kwargs)

@@ -561,7 +561,9 @@ def test_compile_flags_order_and_include_folders(tmp_path):
         config.extra, {"include_dirs": ["/over"], "extra_compile_args": {"cxx": ["-DEXTRA"]}}
     )
     cuda = setup_helpers.CudaBuild(include_dirs=["/cuda/include"])
-    flags = setup_helpers.compile_flags({"DEBUG": "1"}, root, config, options, cuda, True)
+    flags = setup_helpers.compile_flags(
+        {}, root, config, options, cuda, True, debug=True, sanitize=["address"]
+    )
     assert flags.include_dirs == [
         str(setup_helpers.INCLUDE_DIR),
         str(root / "csrc"),
@@ -574,3 +576,4 @@ def test_compile_flags_order_and_include_folders(tmp_path):
     # The overrides come after shared_build's own flags, the warnings last.
     assert cxx.index("-DEXTRA") > cxx.index("-O0")
     assert set(flags.compile_args) == {"cxx"}  # no nvcc without CUDA
+    assert "-fsanitize=address" in cxx and "-fsanitize=address" in flags.link_args

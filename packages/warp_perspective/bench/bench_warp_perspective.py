@@ -132,18 +132,17 @@ def fresh_copy(image: torch.Tensor) -> torch.Tensor:
 
 @contextlib.contextmanager
 def one_thread(have_cv2: bool):
-    """torch and cv2 on one thread each, restored afterwards."""
-    import cv2
-
-    threads = torch.get_num_threads(), cv2.getNumThreads() if have_cv2 else None
+    """torch and cv2 (where installed) on one thread each, restored afterwards."""
+    cv2 = importlib.import_module("cv2") if have_cv2 else None
+    threads = torch.get_num_threads(), cv2.getNumThreads() if cv2 else None
     torch.set_num_threads(1)
-    if have_cv2:
+    if cv2:
         cv2.setNumThreads(1)
     try:
         yield
     finally:
         torch.set_num_threads(threads[0])
-        if have_cv2:
+        if cv2:
             cv2.setNumThreads(threads[1])
 
 

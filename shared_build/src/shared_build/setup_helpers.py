@@ -520,10 +520,13 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
         """BuildExtension that also writes _build_info.py (and a stable-ABI package's
         _stable_op.py) beside each built module."""
 
+        # The files written beside each built module.
+        generated = (BUILD_INFO_FILE, *([STABLE_OP_FILE] if info.get("abi") == "stable" else []))
+
         def _generated(self) -> dict[str, str]:
-            """The files written beside each built module, by name, and their text."""
+            """The text of each generated file, by name."""
             files = {BUILD_INFO_FILE: render_build_info(info)}
-            if info.get("abi") == "stable":
+            if STABLE_OP_FILE in self.generated:
                 files[STABLE_OP_FILE] = (
                     "# Copied from shared_build at build time; do not edit.\n"
                     + STABLE_OP_TEMPLATE.read_text(encoding="utf-8")
@@ -533,9 +536,7 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
         def _generated_paths(self) -> list[str]:
             folders = {os.path.dirname(self.get_ext_fullpath(ext.name)) for ext in self.extensions}
             return [
-                os.path.join(folder, name)
-                for folder in sorted(folders)
-                for name in self._generated()
+                os.path.join(folder, name) for folder in sorted(folders) for name in self.generated
             ]
 
         def run(self) -> None:
@@ -724,10 +725,12 @@ def resolve_cuda(
 
 @dataclass
 class Flags:
-    """The compiler's arguments ({"cxx": [...], "nvcc": [...]}) and include folders."""
+    """The compiler's arguments ({"cxx": [...], "nvcc": [...]}), include folders and the
+    sanitizers' link arguments."""
 
     compile_args: dict[str, list[str]]
     include_dirs: list[str]
+    link_args: list[str] = field(default_factory=list)
 
 
 def compile_flags(
@@ -737,14 +740,15 @@ def compile_flags(
     options: Options,
     cuda: CudaBuild,
     openmp: bool,
+    debug: bool,
+    sanitize: Sequence[str],
 ) -> Flags:
     """Optimisation or debug, sanitizers, OpenMP, the overrides, the glibc shims and the
     warnings; the include folders: shared_build's, the package's, the common folder's,
     the configured ones, CUDA's."""
     from torch.utils import cpp_extension
 
-    debug = knobs.is_debug(env)
-    sanitize_cxx, _ = knobs.sanitize_args(knobs.sanitizers(env), debug)
+    sanitize_cxx, sanitize_link = knobs.sanitize_args(sanitize, debug)
     compile_args = knobs.compile_args(debug, cuda.enabled)
     compile_args["cxx"] += sanitize_cxx
     compile_args["cxx"] += knobs.openmp_compile_args(openmp, sys.platform)
@@ -774,7 +778,7 @@ def compile_flags(
             *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
         ],
     )
-    return Flags(compile_args, include_dirs)
+    return Flags(compile_args, include_dirs, sanitize_link)
 
 
 def make_extensions(
@@ -883,10 +887,11 @@ def _setup_kwargs(
     out_of_tree = build_root(env, package)
     options = merge_options(config.extra, overrides)
     cuda = resolve_cuda(env, config, torch, out_of_tree)
-    flags = compile_flags(env, root, config, options, cuda, torch.backends.openmp.is_available())
     debug = knobs.is_debug(env)
     sanitize = knobs.sanitizers(env)
-    _, sanitize_link = knobs.sanitize_args(sanitize, debug)
+    flags = compile_flags(
+        env, root, config, options, cuda, torch.backends.openmp.is_available(), debug, sanitize
+    )
     jobs = knobs.max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), cuda.enabled)
     env["MAX_JOBS"] = str(jobs)
     # A compiler cache in front of c++ and nvcc: torch.utils.cpp_extension (2.13 on) puts
@@ -909,7 +914,7 @@ def _setup_kwargs(
         flags,
         options,
         cuda,
-        [*sanitize_link, *cuda.rpath_args],
+        [*flags.link_args, *cuda.rpath_args],
         target,
     )
     toolkit = cuda.toolkit

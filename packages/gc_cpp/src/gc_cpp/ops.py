@@ -139,16 +139,12 @@ def _check_dim(op: str, name: str, t: torch.Tensor, dim: int, meaning: str) -> N
 
 def _check_adjacency(op: str, adj: torch.Tensor) -> None:
     layout = adj.layout
-    if (
-        layout is not torch.strided
-        and layout is not torch.sparse_csr
-        and layout is not torch.sparse_coo
-    ):
+    if layout not in (torch.strided, torch.sparse_csr, torch.sparse_coo):
         _fail(
             f"{op}: adj must be a dense (strided), sparse COO or sparse CSR tensor, got layout {_layout(layout)}"
         )
     _check_dim(op, "adj", adj, 2, "(N, N)")
-    if layout is torch.sparse_coo and adj.sparse_dim() != 2:
+    if layout == torch.sparse_coo and adj.sparse_dim() != 2:
         _fail(
             f"{op}: a sparse COO adj must have 2 sparse dimensions and no dense ones, got sparse_dim {adj.sparse_dim()} and dense_dim {adj.dense_dim()}"
         )
@@ -168,7 +164,7 @@ def _check_defined(op: str, name: str, t: torch.Tensor | None) -> None:
 
 
 def _check_dense(op: str, name: str, t: torch.Tensor) -> None:
-    if t.layout is not torch.strided:
+    if t.layout != torch.strided:
         _fail(f"{op}: {name} must be a dense (strided) tensor, got layout {_layout(t.layout)}")
 
 

@@ -77,9 +77,39 @@ if [ "$DRY" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- preflight
+# The C++ compiler for the builds: the first of $CXX, c++, g++ that links the shared
+# libstdc++ by default. One that links a static copy (the H100 image's build compiler,
+# "g++-real", did) gives each library a second C++ runtime beside torch's, which crashed
+# at the first stream that crossed over (shared_build also names the shared one on the
+# link line, and fails a build whose library still carries a copy).
+pick_cxx() {
+  local tmp cand
+  tmp="$(mktemp -d)"
+  printf '#include <sstream>\nint f(long x) { std::ostringstream s; s << x; return int(s.str().size()); }\n' >"$tmp/a.cpp"
+  for cand in ${CXX:-} c++ g++; do
+    "$cand" -shared -fPIC "$tmp/a.cpp" -o "$tmp/a.so" 2>/dev/null || continue
+    if readelf -d "$tmp/a.so" 2>/dev/null | grep -q "libstdc++.so"; then
+      rm -rf "$tmp"
+      echo "$cand"
+      return 0
+    fi
+    echo "  $cand ($("$cand" --version | head -1)) links libstdc++ statically: not used" >&2
+  done
+  rm -rf "$tmp"
+  return 1
+}
+
 preflight() {
   local missing=()
+  local cxx
+  if cxx="$(pick_cxx)"; then
+    export CXX="$cxx"
+    echo "  CXX=$CXX ($("$CXX" --version | head -1)); CC=${CC:-unset}; LDSHARED=${LDSHARED:-unset}"
+  else
+    echo "  no compiler among CXX=${CXX:-unset}, c++, g++ links the shared libstdc++ by default: the build names it on the link line"
+  fi
   command -v nvidia-smi >/dev/null || missing+=("nvidia-smi (this needs an NVIDIA GPU and its driver)")
+  command -v readelf >/dev/null || missing+=("readelf (binutils: the build step checks how each library links libstdc++)")
   if ! command -v "$PY" >/dev/null; then
     say "gpu_check: preflight: FAILED: no $PY"
     return 1
@@ -226,8 +256,16 @@ step_build() {
   for pkg in $PACKAGES; do
     "$VPY" -c "import $pkg as p; i = p.BUILD_INFO; print(f'  {p.__name__}: {i.get(\"compiler\")}; nvcc {i.get(\"cuda\")}; arch {i.get(\"arch_list\")}; target {i.get(\"torch_target\")}')" 2>&1 | tail -1
   done
-  find "$VENV" -name '*.so' -path '*packages*' -newer "$OUT/summary.txt" -exec ldd {} \; 2>/dev/null \
-    | grep -E "libstdc\+\+|libgcc_s" | sort | uniq -c | sed 's/^/  /'
+  # Each library must load the process's shared libstdc++: one linked with a static copy
+  # (a compiler wrapper adding -static-libstdc++) crashes where a stream crosses into torch.
+  local lib static=()
+  while IFS= read -r lib; do
+    ldd "$lib" 2>/dev/null | grep -q "libstdc++.so" || static+=("${lib##*/site-packages/}")
+  done < <(find "$VENV" -name '*.so' -path '*packages*' -newer "$OUT/summary.txt")
+  if [ "${#static[@]}" -ne 0 ]; then
+    say "gpu_check: build: FAILED: linked without the shared libstdc++ (a second C++ runtime beside torch's): ${static[*]}"
+    return 1
+  fi
   say "gpu_check: build: ok for sm_${ARCH/./} ($(IFS=,; echo "${times[*]}"))"
 }
 

@@ -145,3 +145,33 @@ def test_every_graph_capture_test_is_deselected_under_the_sanitizer():
                 capturing.append((path.name, node.name))
     assert len(capturing) >= 3, capturing  # add_ext, lltm_cuda, warp_perspective
     assert [c for c in capturing if "graph_capture" not in c[1]] == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF and g++")
+def test_pick_cxx_passes_over_a_compiler_that_links_libstdcxx_statically(tmp_path):
+    """The H100's build compiler linked libstdc++ statically, and every library crashed at
+    its first error message: the preflight must take the next compiler instead."""
+    import shutil
+
+    if shutil.which("c++") is None or shutil.which("readelf") is None:
+        pytest.skip("needs c++ and readelf")
+    wrapper = tmp_path / "g++-real"
+    wrapper.write_text('#!/bin/sh\nexec c++ "$@" -static-libstdc++\n')
+    wrapper.chmod(0o755)
+    script = (ROOT / ".ci" / "gpu_check.sh").read_text()
+    function = script[
+        script.index("pick_cxx() {") : script.index("\n}\n", script.index("pick_cxx() {")) + 3
+    ]
+
+    def pick(cxx: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["bash", "-c", function + "pick_cxx"],
+            env={**os.environ, "CXX": cxx},
+            capture_output=True,
+            text=True,
+        )
+
+    static = pick(str(wrapper))
+    assert static.returncode == 0 and static.stdout.strip() == "c++"
+    assert "g++-real" in static.stderr and "links libstdc++ statically" in static.stderr
+    assert pick("c++").stdout.strip() == "c++"

@@ -577,3 +577,61 @@ def test_compile_flags_order_and_include_folders(tmp_path):
     assert cxx.index("-DEXTRA") > cxx.index("-O0")
     assert set(flags.compile_args) == {"cxx"}  # no nvcc without CUDA
     assert "-fsanitize=address" in cxx and "-fsanitize=address" in flags.link_args
+    assert ("-l:libstdc++.so.6" in flags.link_args) == sys.platform.startswith("linux")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF and g++'s driver")
+def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_path):
+    """A compiler that adds -static-libstdc++ (the lent GPU machines' c++ does) would give
+    an extension its own copy of libstdc++; our link arguments keep the shared one."""
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("c++") or shutil.which("g++")
+    readelf = shutil.which("readelf")
+    if cxx is None or readelf is None:
+        pytest.skip("needs c++ and readelf")
+    source = tmp_path / "stream.cpp"
+    source.write_text(
+        "#include <sstream>\n#include <string>\n"
+        "std::string f(long x) { std::ostringstream s; s << x; return s.str(); }\n"
+    )
+
+    def needed(*link_args):
+        out = tmp_path / "lib.so"
+        subprocess.run(
+            [cxx, "-shared", "-fPIC", str(source), "-static-libstdc++", *link_args, "-o", str(out)],
+            check=True,
+        )
+        return subprocess.run([readelf, "-d", str(out)], capture_output=True, text=True).stdout
+
+    from shared_build import knobs
+
+    assert "libstdc++.so" not in needed()  # the mechanism this test is about
+    assert "libstdc++.so" in needed(*knobs.cxx_runtime_link_args(sys.platform))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF")
+def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path):
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None or shutil.which("readelf") is None:
+        pytest.skip("needs c++ and readelf")
+    source = tmp_path / "stream.cpp"
+    source.write_text(
+        "#include <sstream>\n#include <string>\n"
+        "std::string f(long x) { std::ostringstream s; s << x; return s.str(); }\n"
+    )
+    shared, static = tmp_path / "shared.so", tmp_path / "static.so"
+    subprocess.run([cxx, "-shared", "-fPIC", str(source), "-o", str(shared)], check=True)
+    subprocess.run(
+        [cxx, "-shared", "-fPIC", str(source), "-static-libstdc++", "-o", str(static)], check=True
+    )
+    setup_helpers.check_cxx_runtime(str(shared), "c++")
+    setup_helpers.check_cxx_runtime(str(source), "c++")  # no ELF file: no verdict
+    with pytest.raises(
+        BuildError, match=r"static\.so was linked with its own static copy.*'g\+\+-real'"
+    ):
+        setup_helpers.check_cxx_runtime(str(static), "g++-real")

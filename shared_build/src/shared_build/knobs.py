@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -179,6 +180,52 @@ def sanitize_args(names: Sequence[str], debug: bool = False) -> tuple[list[str],
         return [], []
     flag = "-fsanitize=" + ",".join(names)
     return [*([] if debug else ["-O1"]), flag, "-fno-omit-frame-pointer", "-g1"], [flag]
+
+
+def cxx_runtime_link_args(platform: str) -> list[str]:
+    """The shared libstdc++ named on the link line (Linux): the extension then loads the
+    process's one C++ runtime, the libstdc++.so.6 torch loaded.
+
+    A compiler set up to link libstdc++ statically (a wrapper adding -static-libstdc++,
+    as on the lent GPU machines, whose builds came out without libstdc++.so.6 even with
+    a plain -lstdc++ added) gives the extension a second C++ runtime. Streams, locales and
+    exceptions then cross between the two: c10's ``operator<<`` on an ostringstream the
+    extension made segfaulted in every error message, and in warp_perspective's
+    ``_build_config``. The file name (``-l:``) links the shared object itself ahead of the
+    driver's implicit library, so nothing is taken from an archive; with a normal
+    compiler it changes nothing. ``libstdcxx_linked_statically`` checks the result.
+    """
+    return ["-l:libstdc++.so.6"] if platform.startswith("linux") else []
+
+
+def libstdcxx_linked_statically(library: str, readelf: str | None = None) -> bool:
+    """True when the ELF shared object ``library`` does not load libstdc++.so.6 although
+    it holds libstdc++'s code (its own static copy). False where it loads it, where it is
+    no ELF file, or where readelf is missing (nothing to tell)."""
+    readelf = readelf or shutil.which("readelf")
+    if readelf is None:
+        return False
+    try:
+        dynamic = subprocess.run(
+            [readelf, "-d", "-W", library], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+        symbols = subprocess.run(
+            [readelf, "-s", "-W", library], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if "libstdc++.so" in dynamic:
+        return False
+    # A static copy brings definitions of what only libstdc++ defines: the ostream and
+    # locale classes (explicitly instantiated there, so other code only refers to them)
+    # and the exception runtime.
+    return any(
+        " UND " not in line and any(name in line for name in _LIBSTDCXX_OWN)
+        for line in symbols.splitlines()
+    )
+
+
+_LIBSTDCXX_OWN = ("_ZNSo", "_ZNSt6locale", "__cxa_throw")
 
 
 def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:

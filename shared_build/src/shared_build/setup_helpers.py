@@ -511,6 +511,21 @@ def keep_objects_inside(compiler: Any) -> None:
     compiler.object_filenames = object_filenames
 
 
+def check_cxx_runtime(library: str, linker: str) -> None:
+    """Fail the build when ``library`` came out with its own copy of libstdc++ (Linux):
+    loaded beside torch's, it crashes at the first stream or exception that crosses over
+    (knobs.cxx_runtime_link_args says how, and what the link line does against it)."""
+    if not sys.platform.startswith("linux") or not knobs.libstdcxx_linked_statically(library):
+        return
+    raise BuildError(
+        f"{os.path.basename(library)} was linked with its own static copy of libstdc++ "
+        f"({linker!r}, which linked it, ignored -l:libstdc++.so.6): beside the libstdc++.so.6 "
+        "torch loads, it crashes at the first C++ stream or exception that crosses between "
+        "them. Build with a compiler that links the shared libstdc++: set CXX (and LDSHARED "
+        "or LDCXXSHARED, where set) to e.g. /usr/bin/g++"
+    )
+
+
 def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
     from torch.utils.cpp_extension import BuildExtension
 
@@ -556,6 +571,15 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
         def build_extensions(self) -> None:
             keep_objects_inside(self.compiler)
             super().build_extensions()
+
+        def build_extension(self, ext: Any) -> None:
+            super().build_extension(ext)
+            try:
+                # A C++ extension links with CXX in place of the linker's first word.
+                linker = getattr(self.compiler, "compiler_cxx", None) or self.compiler.linker_so
+                check_cxx_runtime(self.get_ext_fullpath(ext.name), linker[0])
+            except BuildError as error:
+                raise SystemExit(f"error: {ext.name}: {error}") from None
 
     return BuildExtWithInfo
 
@@ -726,7 +750,7 @@ def resolve_cuda(
 @dataclass
 class Flags:
     """The compiler's arguments ({"cxx": [...], "nvcc": [...]}), include folders and the
-    sanitizers' link arguments."""
+    link arguments (the sanitizers', the shared C++ runtime)."""
 
     compile_args: dict[str, list[str]]
     include_dirs: list[str]
@@ -778,7 +802,9 @@ def compile_flags(
             *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
         ],
     )
-    return Flags(compile_args, include_dirs, sanitize_link)
+    return Flags(
+        compile_args, include_dirs, [*sanitize_link, *knobs.cxx_runtime_link_args(sys.platform)]
+    )
 
 
 def make_extensions(

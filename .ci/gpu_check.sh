@@ -13,9 +13,10 @@
 # preflight: names anything missing (GPU, torch with CUDA, nvcc of torch's CUDA major,
 #            setuptools>=77, ninja, pytest, hypothesis, cv2, compute-sanitizer) and stops.
 # build:     every package for the visible GPU's architecture; the CUDA packages with
-#            USE_CUDA=1 (a CPU-only build of one is a failure), in parallel.
+#            USE_CUDA=1 (a CPU-only build of one, or a library carrying its own static
+#            libstdc++, is a failure), in parallel.
 # test:      every suite, CPU and CUDA tests, except slow CPU-only ones (builds, examples),
-#            each suite in its own pytest; a crash is rerun under cuda-gdb for a native
+#            each suite in its own pytest; the first crash is rerun under cuda-gdb for a native
 #            backtrace. A failure, no test run, or a skip for want of a GPU or a module
 #            fails it.
 # bench:     the benchmarks on the GPU (--device cuda), report in $OUT/report.
@@ -27,7 +28,8 @@
 #            here, and only here. The runs go GPU_CHECK_JOBS (6) at a time.
 #
 # Every step prints one line `gpu_check: STEP: ...`; all of them are collected in
-# $OUT/summary.txt, logs beside it. The script goes on after a failed step and exits 1 at
+# $OUT/summary.txt, logs beside it. The script goes on after a failed step (but runs nothing
+# after a failed build: those libraries prove nothing) and exits 1 at
 # the end if any failed (2 when preflight fails). GPU_CHECK_DEADLINE (epoch seconds) caps
 # every step's time so the whole run ends before it (a step cut short fails and says so).
 # PACKAGES="lltm_cuda add_ext" limits build, tests, sanitizers and benchmarks to those.
@@ -285,7 +287,7 @@ backtrace() {  # NAME SUITE
 step_test() {
   # One pytest per suite: a crash in one (a segfault at import kills every xdist worker
   # during collection) cannot hide the others' results.
-  local suite name rc line bad=0 passed=0 failed=0 skipped=0
+  local suite name rc line bad=0 passed=0 failed=0 skipped=0 traced=0
   for suite in shared_build/tests $(suites) tests; do
     name="$(basename "$(dirname "$suite")")"
     [ "$suite" = tests ] && name=repo
@@ -302,7 +304,10 @@ step_test() {
     if grep -qE "Fatal Python error|node down" "$OUT/tests-$name.log"; then
       say "gpu_check: test $name: a test process crashed ($OUT/tests-$name.log)"
       bad=1
-      backtrace "$name" "$suite"
+      # One native backtrace per run: under cuda-gdb each costs up to two minutes, and the
+      # crashes of one run have so far shared their cause.
+      [ "$traced" = 0 ] && backtrace "$name" "$suite"
+      traced=1
     fi
   done
   [ "$bad" -eq 0 ] && say "gpu_check: test: ok" || say "gpu_check: test: FAILED"
@@ -382,10 +387,20 @@ step_sanitize() {
   say "gpu_check: sanitize: ok, ${#jobs[@]} runs, 0 errors"
 }
 
+build_failed=0
 for step in $STEPS; do
   if [ "$DRY" = 1 ]; then echo "  step $step"; continue; fi
+  if [ "$build_failed" = 1 ]; then
+    # Libraries that did not build, or built wrong, prove nothing and would spend the
+    # lease's minutes crashing.
+    say "gpu_check: $step: FAILED (not run: the build step failed)"
+    continue
+  fi
   echo "== $step"
-  "step_$step" || failed=1
+  if ! "step_$step"; then
+    failed=1
+    [ "$step" = build ] && build_failed=1
+  fi
 done
 [ "$DRY" = 1 ] && exit 0
 echo "== summary"

@@ -373,7 +373,15 @@ step_sanitize() {
   secs="$(budget 420)"
   export -f sanitize_one
   export OUT VPY SANITIZER GRAPH_CAPTURE_TESTS
+  # Beside them, information and no verdict: whether initcheck sees what cuBLAS writes
+  # (.ci/gpu_initcheck_cublas.py says why).
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 10 "$(budget 120)" "$SANITIZER" --tool initcheck \
+    --log-file "$OUT/sanitizer-cublas-probe.log" "$VPY" .ci/gpu_initcheck_cublas.py \
+    >"$OUT/sanitizer-cublas-probe.out" 2>&1 &
+  local probe=$!
   printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c 'sanitize_one "$0" "$1" "$2" '"$secs"
+  wait "$probe"
+  say "gpu_check: sanitize cublas probe (information): $(grep -hoE "ERROR SUMMARY: [0-9]+" "$OUT/sanitizer-cublas-probe.log" 2>/dev/null || echo "no summary"); kernels flagged: $(grep -h "Device Frame" "$OUT/sanitizer-cublas-probe.log" 2>/dev/null | sed 's/.*Device Frame: *//' | cut -c1-60 | sort -u | tr '\n' ';')"
   local bad=0 job
   grep -q "sanitize .*could not be collected" "$OUT/summary.txt" && bad=1
   for job in "${jobs[@]}"; do

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,30 @@ def test_doctor_accepts_the_real_compiler():
     finding = doctor.check_cxx(dict(os.environ), torch.__version__)
     standard = doctor.cxx_standard(torch.__version__)
     assert finding.status == "ok" and f"accepts -std={standard}" in finding.text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF")
+@pytest.mark.parametrize(
+    ("wrapper", "status", "words"),
+    [
+        ('exec c++ "$@"\n', "ok", "links the shared libstdc++"),
+        ('exec c++ "$@" -static-libstdc++\n', "warn", "links libstdc++ statically by default"),
+        (
+            'args=""; for a in "$@"; do case "$a" in *stdc++*) ;; *) args="$args $a";; esac; done\n'
+            "exec c++ $args -static-libstdc++\n",
+            "fail",
+            "even when the shared one is named",
+        ),
+    ],
+)
+def test_doctor_says_how_the_compiler_links_libstdcxx(tmp_path, wrapper, status, words):
+    """The lent GPU machines' build compiler linked libstdc++ statically: every library
+    then crashed at its first error message."""
+    if shutil.which("c++") is None or shutil.which("readelf") is None:
+        pytest.skip("needs c++ and readelf")
+    cxx = fake_program(tmp_path, "g++-real", wrapper)
+    finding = doctor.check_cxx_runtime({"CXX": str(cxx), "PATH": os.environ["PATH"]})
+    assert finding is not None and finding.status == status and words in finding.text
 
 
 def test_doctor_cxx_standard_by_torch_version():

@@ -104,6 +104,55 @@ def check_cxx(
     return Finding("ok", "c++", f"{compiler.path} ({name}), accepts -std={standard}")
 
 
+def check_cxx_runtime(
+    env: Mapping[str, str],
+    which: Callable[[str], str | None] = shutil.which,
+    platform_name: str = sys.platform,
+) -> Finding | None:
+    """How the compiler links libstdc++ (Linux): shared, as torch's is, or a static copy
+    (a wrapper adding -static-libstdc++), which shared_build's link line overrides and its
+    build_ext check refuses. None where there is nothing to check (no Linux, no compiler,
+    no readelf)."""
+    if not platform_name.startswith("linux") or which("readelf") is None:
+        return None
+    try:
+        compiler = knobs.find_cxx(env, which)
+    except BuildError:
+        return None  # check_cxx has said so
+    source = "#include <sstream>\nint f(long x) { std::ostringstream s; s << x; return 0; }\n"
+    with tempfile.TemporaryDirectory() as folder:
+        library = os.path.join(folder, "probe.so")
+
+        def static_with(*link_args: str) -> bool | None:
+            command = [*compiler.command.split(), "-shared", "-fPIC", "-x", "c++", "-"]
+            if _run([*command, *link_args, "-o", library], source).returncode != 0:
+                return None
+            return knobs.libstdcxx_linked_statically(library)
+
+        default = static_with()
+        if default is None:
+            return None
+        if not default:
+            return Finding("ok", "c++ runtime", "links the shared libstdc++, as torch does")
+        if static_with(*knobs.cxx_runtime_link_args(platform_name)) is False:
+            return Finding(
+                "warn",
+                "c++ runtime",
+                f"{compiler.command} links libstdc++ statically by default; shared_build's "
+                "builds name the shared one (-l:libstdc++.so.6), but a library built "
+                "another way (CMake, torch.utils.cpp_extension.load) gets its own copy and "
+                "can crash beside torch's: set CXX to a compiler that links the shared one",
+            )
+        return Finding(
+            "fail",
+            "c++ runtime",
+            f"{compiler.command} links libstdc++ statically even when the shared one is "
+            "named: every library would carry a second C++ runtime beside torch's and crash "
+            "at its first error message; set CXX to a compiler that links the shared "
+            "libstdc++ (e.g. /usr/bin/g++)",
+        )
+
+
 def check_ninja(env: Mapping[str, str], which: Callable[..., str | None] = shutil.which) -> Finding:
     found = which("ninja", path=env.get("PATH"))
     if found is None:
@@ -256,7 +305,11 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
         torch = import_torch()
     findings = [check_python(), check_torch(torch)]
     torch_version = torch.__version__ if torch is not None else None
-    findings += [check_cxx(env, torch_version), check_ninja(env)]
+    findings.append(check_cxx(env, torch_version))
+    runtime = check_cxx_runtime(env)
+    if runtime:
+        findings.append(runtime)
+    findings.append(check_ninja(env))
     toolkit = None
     if torch is not None:
         from .setup_helpers import _site_dirs, _visible_capabilities

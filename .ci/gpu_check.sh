@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU run, on a machine with an NVIDIA GPU, offline, with only this repository.
 #
-#   bash .ci/gpu_check.sh                        # preflight build test bench sanitize
+#   bash .ci/gpu_check.sh                        # preflight build test sanitize bench
 #   bash .ci/gpu_check.sh build test             # some of the steps (preflight always runs)
 #   GPU_CHECK_DRY_RUN=1 bash .ci/gpu_check.sh    # print the plan, run nothing
 #
@@ -31,7 +31,8 @@
 # $OUT/summary.txt, logs beside it. The script goes on after a failed step (but runs nothing
 # after a failed build: those libraries prove nothing) and exits 1 at
 # the end if any failed (2 when preflight fails). GPU_CHECK_DEADLINE (epoch seconds) caps
-# every step's time so the whole run ends before it (a step cut short fails and says so).
+# every step's time so the whole run ends before it, each step within its share of the
+# time left (step_share); a step cut short fails and says so.
 # PACKAGES="lltm_cuda add_ext" limits build, tests, sanitizers and benchmarks to those.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ PY="${PYTHON:-python3}"
 VENV="${GPU_VENV:-/tmp/gpu-check-venv}"
 JOBS="${GPU_CHECK_JOBS:-6}"
 DRY="${GPU_CHECK_DRY_RUN:-0}"
-STEPS="${*:-build test bench sanitize}"
+STEPS="${*:-build test sanitize bench}"
 PACKAGES="${PACKAGES:-$(cd packages && ls -d */ | tr -d / | tr '\n' ' ')}"
 # The graph-capture tests (one per CUDA package), which need the caching allocator.
 GRAPH_CAPTURE_TESTS="graph_capture"
@@ -52,15 +53,26 @@ failed=0
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 # A package with CUDA sources (a .cu file): built with USE_CUDA=1.
 is_cuda_package() { [ -n "$(find "packages/$1/csrc" -name '*.cu' -print -quit 2>/dev/null)" ]; }
-# Seconds a step may take: its own cap, or less when GPU_CHECK_DEADLINE is near.
+# Seconds a step may take: its own cap, or less when its share of the time left before
+# GPU_CHECK_DEADLINE is near (STEP_DEADLINE, set as each step starts).
 budget() {
   local cap=$1
-  if [ -n "${GPU_CHECK_DEADLINE:-}" ]; then
-    local left=$((GPU_CHECK_DEADLINE - $(date +%s)))
+  if [ -n "${STEP_DEADLINE:-}" ]; then
+    local left=$((STEP_DEADLINE - $(date +%s)))
     [ "$left" -lt "$cap" ] && cap=$left
   fi
   [ "$cap" -lt 1 ] && cap=1
   echo "$cap"
+}
+# The share (percent) of the time left that a step may take under GPU_CHECK_DEADLINE, so
+# that a slow step cannot starve the ones after it: what a step leaves goes to the next.
+step_share() {
+  case "$1" in
+    build) echo 100 ;;    # nothing runs without it
+    test) echo 45 ;;
+    sanitize) echo 65 ;;  # of what test left
+    *) echo 100 ;;        # the last step: bench
+  esac
 }
 
 for step in $STEPS; do
@@ -369,8 +381,10 @@ step_sanitize() {
     fi
     for tool in memcheck racecheck initcheck; do jobs+=("${target%%=*} $tool ${target#*=}"); done
   done
-  local secs
-  secs="$(budget 420)"
+  # Each run's limit: the step's time split over the waves of $JOBS runs at a time.
+  local secs waves=$(((${#jobs[@]} + JOBS - 1) / JOBS))
+  [ "$waves" -lt 1 ] && waves=1
+  secs=$(($(budget $((420 * waves))) / waves))
   export -f sanitize_one
   export OUT VPY SANITIZER GRAPH_CAPTURE_TESTS
   # Beside them, information and no verdict: whether initcheck sees what cuBLAS writes
@@ -405,6 +419,9 @@ for step in $STEPS; do
     continue
   fi
   echo "== $step"
+  if [ -n "${GPU_CHECK_DEADLINE:-}" ]; then
+    STEP_DEADLINE=$(($(date +%s) + (GPU_CHECK_DEADLINE - $(date +%s)) * $(step_share "$step") / 100))
+  fi
   if ! "step_$step"; then
     failed=1
     [ "$step" = build ] && build_failed=1

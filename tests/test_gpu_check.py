@@ -111,7 +111,7 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path):
     result = _gpu_check(OUT=str(tmp_path / "out"), GPU_CHECK_DRY_RUN="1")
     assert result.returncode == 0, result.stderr
     plan = result.stdout
-    assert "steps: preflight build test bench sanitize" in plan
+    assert "steps: preflight build test sanitize bench" in plan
     for package in ("add_ext", "lltm_cuda", "warp_perspective"):
         assert f"build {package} with USE_CUDA=1 (CUDA sources)" in plan
     for package in ("gc_cpp", "lltm_cpu"):
@@ -175,3 +175,31 @@ def test_pick_cxx_passes_over_a_compiler_that_links_libstdcxx_statically(tmp_pat
     assert static.returncode == 0 and static.stdout.strip() == "c++"
     assert "g++-real" in static.stderr and "links libstdc++ statically" in static.stderr
     assert pick("c++").stdout.strip() == "c++"
+
+
+def test_a_step_takes_its_share_of_the_time_left():
+    """Under GPU_CHECK_DEADLINE a slow test step must leave the sanitizer and the bench
+    their time: on the H100 the test step's crashes took it all."""
+    script = (ROOT / ".ci" / "gpu_check.sh").read_text()
+
+    def function(name: str) -> str:
+        start = script.index(f"{name}() {{")
+        return script[start : script.index("\n}\n", start) + 3]
+
+    probe = (
+        function("budget")
+        + function("step_share")
+        + "now=$(date +%s); for step in test sanitize bench; do "
+        'STEP_DEADLINE=$((now + 1000 * $(step_share "$step") / 100)); '
+        'echo "$step $(budget 5000) $(budget 30)"; done; '
+        "STEP_DEADLINE=$((now - 5)); budget 30"
+    )
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True)
+    lines = out.stdout.split("\n")
+    shares = {line.split()[0]: [int(v) for v in line.split()[1:]] for line in lines[:3]}
+    # 1000 s left: test may take 45% of it, sanitize 65%, the last step all; a step's own
+    # smaller cap still wins; a deadline already past leaves 1 s, never 0 or less.
+    assert 440 <= shares["test"][0] <= 450 and shares["test"][1] == 30
+    assert 640 <= shares["sanitize"][0] <= 650
+    assert 990 <= shares["bench"][0] <= 1000
+    assert lines[3] == "1"

@@ -98,16 +98,21 @@ fi
 # link line, and fails a build whose library still carries a copy).
 pick_cxx() {
   local tmp cand
+  local -a command
+  command -v readelf >/dev/null || return 1
   tmp="$(mktemp -d)"
   printf '#include <sstream>\nint f(long x) { std::ostringstream s; s << x; return int(s.str().size()); }\n' >"$tmp/a.cpp"
-  for cand in ${CXX:-} c++ g++; do
-    "$cand" -shared -fPIC "$tmp/a.cpp" -o "$tmp/a.so" 2>/dev/null || continue
-    if readelf -d "$tmp/a.so" 2>/dev/null | grep -q "libstdc++.so"; then
+  # CXX may be a command of several words ("ccache g++"): one candidate, kept whole.
+  for cand in "${CXX:-}" c++ g++; do
+    [ -n "$cand" ] || continue
+    read -ra command <<<"$cand"
+    "${command[@]}" -shared -fPIC "$tmp/a.cpp" -o "$tmp/a.so" 2>/dev/null || continue
+    if readelf -d "$tmp/a.so" 2>/dev/null | grep -q "NEEDED.*libstdc++.so"; then
       rm -rf "$tmp"
       echo "$cand"
       return 0
     fi
-    echo "  $cand ($("$cand" --version | head -1)) links libstdc++ statically: not used" >&2
+    echo "  $cand ($("${command[@]}" --version | head -1)) links libstdc++ statically: not used" >&2
   done
   rm -rf "$tmp"
   return 1
@@ -118,7 +123,7 @@ preflight() {
   local cxx
   if cxx="$(pick_cxx)"; then
     export CXX="$cxx"
-    echo "  CXX=$CXX ($("$CXX" --version | head -1)); CC=${CC:-unset}; LDSHARED=${LDSHARED:-unset}"
+    echo "  CXX=$CXX ($($CXX --version | head -1)); CC=${CC:-unset}; LDSHARED=${LDSHARED:-unset}"
   else
     echo "  no compiler among CXX=${CXX:-unset}, c++, g++ links the shared libstdc++ by default: the build names it on the link line"
   fi
@@ -273,8 +278,9 @@ step_build() {
   # Each library must load the process's shared libstdc++: one linked with a static copy
   # (a compiler wrapper adding -static-libstdc++) crashes where a stream crosses into torch.
   local lib static=()
+  # readelf -d: the library's own needs (ldd would also list what its dependencies need).
   while IFS= read -r lib; do
-    ldd "$lib" 2>/dev/null | grep -q "libstdc++.so" || static+=("${lib##*/site-packages/}")
+    readelf -d "$lib" 2>/dev/null | grep -q "NEEDED.*libstdc++.so" || static+=("${lib##*/site-packages/}")
   done < <(find "$VENV" -name '*.so' -path '*packages*' -newer "$OUT/summary.txt")
   if [ "${#static[@]}" -ne 0 ]; then
     say "gpu_check: build: FAILED: linked without the shared libstdc++ (a second C++ runtime beside torch's): ${static[*]}"
@@ -387,15 +393,14 @@ step_sanitize() {
   secs=$(($(budget $((420 * waves))) / waves))
   export -f sanitize_one
   export OUT VPY SANITIZER GRAPH_CAPTURE_TESTS
-  # Beside them, information and no verdict: whether initcheck sees what cuBLAS writes
-  # (.ci/gpu_initcheck_cublas.py says why).
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 10 "$(budget 120)" "$SANITIZER" --tool initcheck \
-    --log-file "$OUT/sanitizer-cublas-probe.log" "$VPY" .ci/gpu_initcheck_cublas.py \
-    >"$OUT/sanitizer-cublas-probe.out" 2>&1 &
-  local probe=$!
   printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c 'sanitize_one "$0" "$1" "$2" '"$secs"
-  wait "$probe"
-  say "gpu_check: sanitize cublas probe (information): $(grep -hoE "ERROR SUMMARY: [0-9]+" "$OUT/sanitizer-cublas-probe.log" 2>/dev/null || echo "no summary"); kernels flagged: $(grep -h "Device Frame" "$OUT/sanitizer-cublas-probe.log" 2>/dev/null | sed 's/.*Device Frame: *//' | cut -c1-60 | sort -u | tr '\n' ';')"
+  # Then, with what time is left, information and no verdict: whether initcheck sees what
+  # cuBLAS writes (.ci/gpu_initcheck_cublas.py says why).
+  local probe_rc=0 probe_log="$OUT/sanitizer-cublas-probe.log"
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 10 "$(budget 120)" "$SANITIZER" --tool initcheck \
+    --log-file "$probe_log" "$VPY" .ci/gpu_initcheck_cublas.py \
+    >"$OUT/sanitizer-cublas-probe.out" 2>&1 || probe_rc=$?
+  say "gpu_check: sanitize cublas probe (information, exit $probe_rc, $probe_log): $(grep -hoE "ERROR SUMMARY: [0-9]+" "$probe_log" 2>/dev/null || echo "no summary"); kernels flagged: $(grep -h "Device Frame" "$probe_log" 2>/dev/null | sed 's/.*Device Frame: *//' | cut -c1-60 | sort -u | tr '\n' ';')"
   local bad=0 job
   grep -q "sanitize .*could not be collected" "$OUT/summary.txt" && bad=1
   for job in "${jobs[@]}"; do

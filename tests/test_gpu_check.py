@@ -175,6 +175,8 @@ def test_pick_cxx_passes_over_a_compiler_that_links_libstdcxx_statically(tmp_pat
     assert static.returncode == 0 and static.stdout.strip() == "c++"
     assert "g++-real" in static.stderr and "links libstdc++ statically" in static.stderr
     assert pick("c++").stdout.strip() == "c++"
+    # A CXX of several words is one candidate, kept whole.
+    assert pick("env c++").stdout.strip() == "env c++"
 
 
 def test_a_step_takes_its_share_of_the_time_left():

@@ -545,7 +545,9 @@ def test_make_extensions(tmp_path, abi, cuda, expected):
     assert _macros(main)["FROM_CONFIG"] is None
     assert ("TORCH_TARGET_VERSION" in _macros(main)) == (abi == "stable")
     assert main.libraries[0] == "m"
-    assert main.extra_link_args[-1] == "-fsanitize=address"
+    # Every library links the same way: the sanitizer runtime, the shared libstdc++.
+    for extension in extensions:
+        assert extension.extra_link_args[-1] == "-fsanitize=address", extension.name
     # cpp_extension adds to the lists it is given: neither the merged options nor the
     # flags shared by the two extensions are touched.
     assert options.libraries == ["m"]
@@ -582,33 +584,38 @@ def test_compile_flags_order_and_include_folders(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF and g++'s driver")
 def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_path):
-    """A compiler that adds -static-libstdc++ (the lent GPU machines' c++ does) would give
-    an extension its own copy of libstdc++; our link arguments keep the shared one."""
+    """A compiler that links libstdc++ statically (the lent GPU machines' did, and a plain
+    -lstdc++ on the link line did not help there) would give an extension its own copy of
+    libstdc++; our link arguments keep the shared one. The wrapper here drops -lstdc++, as
+    such a wrapper may, and adds -static-libstdc++."""
     import shutil
     import subprocess
 
-    cxx = shutil.which("c++") or shutil.which("g++")
-    readelf = shutil.which("readelf")
-    if cxx is None or readelf is None:
+    from shared_build import knobs
+
+    if shutil.which("c++") is None or shutil.which("readelf") is None:
         pytest.skip("needs c++ and readelf")
+    wrapper = tmp_path / "g++-real"
+    wrapper.write_text(
+        '#!/bin/bash\nargs=()\nfor a in "$@"; do [ "$a" = -lstdc++ ] || args+=("$a"); done\n'
+        'exec c++ "${args[@]}" -static-libstdc++\n'
+    )
+    wrapper.chmod(0o755)
     source = tmp_path / "stream.cpp"
     source.write_text(
         "#include <sstream>\n#include <string>\n"
         "std::string f(long x) { std::ostringstream s; s << x; return s.str(); }\n"
     )
 
-    def needed(*link_args):
+    def loads_shared(*link_args):
         out = tmp_path / "lib.so"
-        subprocess.run(
-            [cxx, "-shared", "-fPIC", str(source), "-static-libstdc++", *link_args, "-o", str(out)],
-            check=True,
-        )
-        return subprocess.run([readelf, "-d", str(out)], capture_output=True, text=True).stdout
+        command = [str(wrapper), "-shared", "-fPIC", str(source), *link_args, "-o", str(out)]
+        subprocess.run(command, check=True)
+        return knobs.loads_shared_libstdcxx(str(out))
 
-    from shared_build import knobs
-
-    assert "libstdc++.so" not in needed()  # the mechanism this test is about
-    assert "libstdc++.so" in needed(*knobs.cxx_runtime_link_args(sys.platform))
+    assert loads_shared() is False  # the failure this is about
+    assert loads_shared("-lstdc++") is False  # what did not help
+    assert loads_shared(*knobs.cxx_runtime_link_args(sys.platform)) is True
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF")
@@ -632,6 +639,6 @@ def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path):
     setup_helpers.check_cxx_runtime(str(shared), "c++")
     setup_helpers.check_cxx_runtime(str(source), "c++")  # no ELF file: no verdict
     with pytest.raises(
-        BuildError, match=r"static\.so was linked with its own static copy.*'g\+\+-real'"
+        BuildError, match=r"static\.so does not load libstdc\+\+\.so\.6: 'g\+\+-real'"
     ):
         setup_helpers.check_cxx_runtime(str(static), "g++-real")

@@ -127,7 +127,8 @@ def check_cxx_runtime(
             command = [*compiler.command.split(), "-shared", "-fPIC", "-x", "c++", "-"]
             if _run([*command, *link_args, "-o", library], source).returncode != 0:
                 return None
-            return knobs.libstdcxx_linked_statically(library)
+            loads = knobs.loads_shared_libstdcxx(library)
+            return None if loads is None else not loads
 
         default = static_with()
         if default is None:

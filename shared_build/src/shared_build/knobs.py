@@ -193,39 +193,27 @@ def cxx_runtime_link_args(platform: str) -> list[str]:
     extension made segfaulted in every error message, and in warp_perspective's
     ``_build_config``. The file name (``-l:``) links the shared object itself ahead of the
     driver's implicit library, so nothing is taken from an archive; with a normal
-    compiler it changes nothing. ``libstdcxx_linked_statically`` checks the result.
+    compiler it changes nothing (the driver's own -lstdc++ still follows, for what a
+    linker script adds, as gcc-toolset's libstdc++_nonshared). ``loads_shared_libstdcxx``
+    checks the result.
     """
     return ["-l:libstdc++.so.6"] if platform.startswith("linux") else []
 
 
-def libstdcxx_linked_statically(library: str, readelf: str | None = None) -> bool:
-    """True when the ELF shared object ``library`` does not load libstdc++.so.6 although
-    it holds libstdc++'s code (its own static copy). False where it loads it, where it is
-    no ELF file, or where readelf is missing (nothing to tell)."""
+def loads_shared_libstdcxx(library: str, readelf: str | None = None) -> bool | None:
+    """Whether the ELF shared object ``library`` itself (not a library it loads) needs
+    libstdc++.so.6. Every C++ extension of torch does, unless it was linked with a copy of
+    its own; None where there is nothing to tell: no readelf, or no ELF file."""
     readelf = readelf or shutil.which("readelf")
     if readelf is None:
-        return False
+        return None
     try:
         dynamic = subprocess.run(
             [readelf, "-d", "-W", library], capture_output=True, text=True, check=True, timeout=60
         ).stdout
-        symbols = subprocess.run(
-            [readelf, "-s", "-W", library], capture_output=True, text=True, check=True, timeout=60
-        ).stdout
     except (OSError, subprocess.SubprocessError):
-        return False
-    if "libstdc++.so" in dynamic:
-        return False
-    # A static copy brings definitions of what only libstdc++ defines: the ostream and
-    # locale classes (explicitly instantiated there, so other code only refers to them)
-    # and the exception runtime.
-    return any(
-        " UND " not in line and any(name in line for name in _LIBSTDCXX_OWN)
-        for line in symbols.splitlines()
-    )
-
-
-_LIBSTDCXX_OWN = ("_ZNSo", "_ZNSt6locale", "__cxa_throw")
+        return None
+    return any("(NEEDED)" in line and "[libstdc++.so" in line for line in dynamic.splitlines())
 
 
 def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:

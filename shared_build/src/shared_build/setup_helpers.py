@@ -512,16 +512,17 @@ def keep_objects_inside(compiler: Any) -> None:
 
 
 def check_cxx_runtime(library: str, linker: str) -> None:
-    """Fail the build when ``library`` came out with its own copy of libstdc++ (Linux):
-    loaded beside torch's, it crashes at the first stream or exception that crosses over
-    (knobs.cxx_runtime_link_args says how, and what the link line does against it)."""
-    if not sys.platform.startswith("linux") or not knobs.libstdcxx_linked_statically(library):
+    """Fail the build when ``library`` does not load libstdc++.so.6 itself (Linux): it
+    carries a C++ runtime of its own, which, loaded beside torch's, crashes at the first
+    stream or exception that crosses over (knobs.cxx_runtime_link_args)."""
+    if not sys.platform.startswith("linux") or knobs.loads_shared_libstdcxx(library) is not False:
         return
     raise BuildError(
-        f"{os.path.basename(library)} was linked with its own static copy of libstdc++ "
-        f"({linker!r}, which linked it, ignored -l:libstdc++.so.6): beside the libstdc++.so.6 "
-        "torch loads, it crashes at the first C++ stream or exception that crosses between "
-        "them. Build with a compiler that links the shared libstdc++: set CXX (and LDSHARED "
+        f"{os.path.basename(library)} does not load libstdc++.so.6: {linker!r}, which "
+        "linked it, ignored -l:libstdc++.so.6, so the library carries a C++ runtime of its "
+        "own (a static libstdc++, from a wrapper adding -static-libstdc++, or libc++). "
+        "Beside the libstdc++.so.6 torch loads, it crashes at the first C++ stream or "
+        "exception that crosses between them. Build with a compiler that links the shared libstdc++: set CXX (and LDSHARED "
         "or LDCXXSHARED, where set) to e.g. /usr/bin/g++"
     )
 
@@ -577,7 +578,7 @@ def _make_build_ext(info: dict[str, Any], python_module: bool) -> type:
             try:
                 # A C++ extension links with CXX in place of the linker's first word.
                 linker = getattr(self.compiler, "compiler_cxx", None) or self.compiler.linker_so
-                check_cxx_runtime(self.get_ext_fullpath(ext.name), linker[0])
+                check_cxx_runtime(self.get_ext_fullpath(ext.name), " ".join(linker))
             except BuildError as error:
                 raise SystemExit(f"error: {ext.name}: {error}") from None
 
@@ -845,6 +846,7 @@ def make_extensions(
                 include_dirs=list(flags.include_dirs),
                 define_macros=[*macros, ("WITH_CUDA", None), ("USE_CUDA", None)],
                 extra_compile_args=compile_args(),
+                extra_link_args=[*options.extra_link_args, *link_args],
                 py_limited_api=True,
             )
         )

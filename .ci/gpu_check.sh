@@ -91,31 +91,28 @@ if [ "$DRY" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- preflight
-# The C++ compiler for the builds: the first of $CXX, c++, g++ that links the shared
-# libstdc++ by default. One that links a static copy (the H100 image's build compiler,
-# "g++-real", did) gives each library a second C++ runtime beside torch's, which crashed
-# at the first stream that crossed over (shared_build also names the shared one on the
-# link line, and fails a build whose library still carries a copy).
+# The C++ compiler for the builds: the first of $CXX (kept whole: "ccache g++"), c++, g++
+# that links the shared libstdc++ by default, as shared-build doctor judges it. One that
+# links a static copy (the H100 image's build compiler, "g++-real", did) gives each library
+# a second C++ runtime beside torch's, which crashed at the first stream that crossed over
+# (shared_build also names the shared one on the link line, and fails a build whose
+# library still carries a copy).
 pick_cxx() {
-  local tmp cand
-  local -a command
-  command -v readelf >/dev/null || return 1
-  tmp="$(mktemp -d)"
-  printf '#include <sstream>\nint f(long x) { std::ostringstream s; s << x; return int(s.str().size()); }\n' >"$tmp/a.cpp"
-  # CXX may be a command of several words ("ccache g++"): one candidate, kept whole.
-  for cand in "${CXX:-}" c++ g++; do
-    [ -n "$cand" ] || continue
-    read -ra command <<<"$cand"
-    "${command[@]}" -shared -fPIC "$tmp/a.cpp" -o "$tmp/a.so" 2>/dev/null || continue
-    if readelf -d "$tmp/a.so" 2>/dev/null | grep -q "NEEDED.*libstdc++.so"; then
-      rm -rf "$tmp"
-      echo "$cand"
-      return 0
-    fi
-    echo "  $cand ($("${command[@]}" --version | head -1)) links libstdc++ statically: not used" >&2
-  done
-  rm -rf "$tmp"
-  return 1
+  PYTHONPATH="$PWD/shared_build/src" "${PY:-python3}" - <<'EOF'
+import os
+import sys
+
+from shared_build import doctor
+
+for candidate in (os.environ.get("CXX", "").strip(), "c++", "g++"):
+    finding = candidate and doctor.check_cxx_runtime({**os.environ, "CXX": candidate})
+    if finding and finding.status == "ok":
+        print(candidate)
+        sys.exit(0)
+    if finding:
+        print(f"  {finding.text}: not used", file=sys.stderr)
+sys.exit(1)
+EOF
 }
 
 preflight() {

@@ -147,6 +147,13 @@ def test_every_graph_capture_test_is_deselected_under_the_sanitizer():
     assert [c for c in capturing if "graph_capture" not in c[1]] == []
 
 
+def _shell_function(name: str) -> str:
+    """The definition of gpu_check.sh's function NAME, to run alone."""
+    script = (ROOT / ".ci" / "gpu_check.sh").read_text()
+    start = script.index(f"{name}() {{")
+    return script[start : script.index("\n}\n", start) + 3]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF and g++")
 def test_pick_cxx_passes_over_a_compiler_that_links_libstdcxx_statically(tmp_path):
     """The H100's build compiler linked libstdc++ statically, and every library crashed at
@@ -158,15 +165,12 @@ def test_pick_cxx_passes_over_a_compiler_that_links_libstdcxx_statically(tmp_pat
     wrapper = tmp_path / "g++-real"
     wrapper.write_text('#!/bin/sh\nexec c++ "$@" -static-libstdc++\n')
     wrapper.chmod(0o755)
-    script = (ROOT / ".ci" / "gpu_check.sh").read_text()
-    function = script[
-        script.index("pick_cxx() {") : script.index("\n}\n", script.index("pick_cxx() {")) + 3
-    ]
 
     def pick(cxx: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            ["bash", "-c", function + "pick_cxx"],
-            env={**os.environ, "CXX": cxx},
+            ["bash", "-c", _shell_function("pick_cxx") + "pick_cxx"],
+            env={**os.environ, "CXX": cxx, "PY": sys.executable},
+            cwd=ROOT,
             capture_output=True,
             text=True,
         )
@@ -182,15 +186,9 @@ def test_pick_cxx_passes_over_a_compiler_that_links_libstdcxx_statically(tmp_pat
 def test_a_step_takes_its_share_of_the_time_left():
     """Under GPU_CHECK_DEADLINE a slow test step must leave the sanitizer and the bench
     their time: on the H100 the test step's crashes took it all."""
-    script = (ROOT / ".ci" / "gpu_check.sh").read_text()
-
-    def function(name: str) -> str:
-        start = script.index(f"{name}() {{")
-        return script[start : script.index("\n}\n", start) + 3]
-
     probe = (
-        function("budget")
-        + function("step_share")
+        _shell_function("budget")
+        + _shell_function("step_share")
         + "now=$(date +%s); for step in test sanitize bench; do "
         'STEP_DEADLINE=$((now + 1000 * $(step_share "$step") / 100)); '
         'echo "$step $(budget 5000) $(budget 30)"; done; '

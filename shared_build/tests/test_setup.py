@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import builtins
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from shared_build import setup_helpers
+from shared_build import knobs, setup_helpers
 from shared_build.errors import BuildError
 
 
@@ -582,34 +584,36 @@ def test_compile_flags_order_and_include_folders(tmp_path):
     assert ("-l:libstdc++.so.6" in flags.link_args) == sys.platform.startswith("linux")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF and g++'s driver")
-def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_path):
+@pytest.fixture
+def stream_source(tmp_path):
+    """A C++ source that uses libstdc++'s streams, for link tests (Linux, c++ and readelf)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("ELF and g++'s driver")
+    if shutil.which("c++") is None or shutil.which("readelf") is None:
+        pytest.skip("needs c++ and readelf")
+    source = tmp_path / "stream.cpp"
+    source.write_text(
+        "#include <sstream>\n#include <string>\n"
+        "std::string f(long x) { std::ostringstream s; s << x; return s.str(); }\n"
+    )
+    return source
+
+
+def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_path, stream_source):
     """A compiler that links libstdc++ statically (the lent GPU machines' did, and a plain
     -lstdc++ on the link line did not help there) would give an extension its own copy of
     libstdc++; our link arguments keep the shared one. The wrapper here drops -lstdc++, as
     such a wrapper may, and adds -static-libstdc++."""
-    import shutil
-    import subprocess
-
-    from shared_build import knobs
-
-    if shutil.which("c++") is None or shutil.which("readelf") is None:
-        pytest.skip("needs c++ and readelf")
     wrapper = tmp_path / "g++-real"
     wrapper.write_text(
         '#!/bin/bash\nargs=()\nfor a in "$@"; do [ "$a" = -lstdc++ ] || args+=("$a"); done\n'
         'exec c++ "${args[@]}" -static-libstdc++\n'
     )
     wrapper.chmod(0o755)
-    source = tmp_path / "stream.cpp"
-    source.write_text(
-        "#include <sstream>\n#include <string>\n"
-        "std::string f(long x) { std::ostringstream s; s << x; return s.str(); }\n"
-    )
 
     def loads_shared(*link_args):
         out = tmp_path / "lib.so"
-        command = [str(wrapper), "-shared", "-fPIC", str(source), *link_args, "-o", str(out)]
+        command = [str(wrapper), "-shared", "-fPIC", str(stream_source), *link_args, "-o", str(out)]
         subprocess.run(command, check=True)
         return knobs.loads_shared_libstdcxx(str(out))
 
@@ -618,26 +622,13 @@ def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_pat
     assert loads_shared(*knobs.cxx_runtime_link_args(sys.platform)) is True
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF")
-def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path):
-    import shutil
-    import subprocess
-
-    cxx = shutil.which("c++") or shutil.which("g++")
-    if cxx is None or shutil.which("readelf") is None:
-        pytest.skip("needs c++ and readelf")
-    source = tmp_path / "stream.cpp"
-    source.write_text(
-        "#include <sstream>\n#include <string>\n"
-        "std::string f(long x) { std::ostringstream s; s << x; return s.str(); }\n"
-    )
+def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path, stream_source):
     shared, static = tmp_path / "shared.so", tmp_path / "static.so"
-    subprocess.run([cxx, "-shared", "-fPIC", str(source), "-o", str(shared)], check=True)
-    subprocess.run(
-        [cxx, "-shared", "-fPIC", str(source), "-static-libstdc++", "-o", str(static)], check=True
-    )
+    base = ["c++", "-shared", "-fPIC", str(stream_source)]
+    subprocess.run([*base, "-o", str(shared)], check=True)
+    subprocess.run([*base, "-static-libstdc++", "-o", str(static)], check=True)
     setup_helpers.check_cxx_runtime(str(shared), "c++")
-    setup_helpers.check_cxx_runtime(str(source), "c++")  # no ELF file: no verdict
+    setup_helpers.check_cxx_runtime(str(stream_source), "c++")  # no ELF file: no verdict
     with pytest.raises(
         BuildError, match=r"static\.so does not load libstdc\+\+\.so\.6: 'g\+\+-real'"
     ):

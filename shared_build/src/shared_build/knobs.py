@@ -200,11 +200,11 @@ def cxx_runtime_link_args(platform: str) -> list[str]:
     return ["-l:libstdc++.so.6"] if platform.startswith("linux") else []
 
 
-def loads_shared_libstdcxx(library: str, readelf: str | None = None) -> bool | None:
+def loads_shared_libstdcxx(library: str) -> bool | None:
     """Whether the ELF shared object ``library`` itself (not a library it loads) needs
     libstdc++.so.6. Every C++ extension of torch does, unless it was linked with a copy of
     its own; None where there is nothing to tell: no readelf, or no ELF file."""
-    readelf = readelf or shutil.which("readelf")
+    readelf = shutil.which("readelf")
     if readelf is None:
         return None
     try:

@@ -75,6 +75,22 @@ def test_read_config_rejects_unknown_keys(tmp_path):
         setup_helpers.read_config(root)
 
 
+def test_read_config_extra_compile_args_reach_the_compiler(tmp_path):
+    root = make_package(tmp_path, 'extra_compile_args = { cxx = ["-ffp-contract=off"] }\n')
+    config = setup_helpers.read_config(root)
+    options = setup_helpers.merge_options(config.extra, {"extra_compile_args": {"cxx": ["-O2"]}})
+    assert options.extra_compile_args == {"cxx": ["-ffp-contract=off", "-O2"]}
+
+
+@pytest.mark.parametrize(
+    "value", ['["-O2"]', '{ cxx = "-O2" }', '{ gcc = ["-O2"] }', "{ cxx = [2] }"]
+)
+def test_read_config_rejects_malformed_extra_compile_args(tmp_path, value):
+    root = make_package(tmp_path, f"extra_compile_args = {value}\n")
+    with pytest.raises(BuildError, match='keyed by "cxx" and "nvcc"'):
+        setup_helpers.read_config(root)
+
+
 def test_read_config_rejects_bad_cuda_value(tmp_path):
     root = make_package(tmp_path, 'cuda = "sometimes"\n', files=("csrc/a.cu",))
     with pytest.raises(BuildError, match="cuda = 'sometimes'"):

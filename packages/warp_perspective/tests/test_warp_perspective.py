@@ -320,6 +320,13 @@ for dtype, interpolation, padding_mode in itertools.product(
             image, m, (41, 77), interpolation, padding_mode
         )
     )
+    if dtype != torch.uint8:
+        grad = torch.randn(len(m), 3, 41, 77, generator=g, dtype=torch.float64).to(dtype)
+        outs[("backward", str(dtype), interpolation, padding_mode)] = (
+            torch.ops.warp_perspective.warp_perspective_backward(
+                grad, m, list(image.shape), interpolation, padding_mode
+            )
+        )
 outs["cpu_geometry"] = warp_perspective.build_config()["cpu_geometry"]
 torch.save(outs, sys.argv[1])
 """
@@ -338,9 +345,11 @@ def _assert_nearest_close(got, expected, msg):
 def test_cpu_levels_agree(tmp_path):
     """The built-in kernel has AVX-512 row loops, AVX2 ones and portable ones (for CPUs
     without AVX2); WARP_PERSPECTIVE_NO_AVX512=1 and WARP_PERSPECTIVE_NO_AVX2=1 force the
-    lower ones, each in a subprocess. Every level must give the same results up to the
-    rounding of the float32 weights (the portable level does not fuse multiply-adds on
-    a target without FMA), nearest sampling but at ties (_assert_nearest_close)."""
+    lower ones, each in a subprocess. float32 and uint8 forwards must give the same
+    results up to the rounding of the float32 weights (the portable level does not fuse
+    multiply-adds on a target without FMA), nearest sampling but at ties
+    (_assert_nearest_close). The table kernels (the float64 forward, the float32 and
+    float64 backward) fuse nothing at any level and must agree bit for bit."""
     results = {}
     for name, env in _LEVELS.items():
         path = tmp_path / f"{name}.pt"
@@ -358,9 +367,12 @@ def test_cpu_levels_agree(tmp_path):
         pytest.skip("this CPU has no AVX2: the portable loops are the only ones")
     assert len(levels) == len(set(levels.values())) or levels["default"] == "avx2"
     reference_level = results.pop("portable")
-    assert len(reference_level) == 12
+    assert len(reference_level) == 20
     for name, out in results.items():
         for key, expected in reference_level.items():
+            if key[0] == "backward" or key[0] == "torch.float64":
+                assert torch.equal(out[key], expected), f"{name} {key}: not bit for bit"
+                continue
             if key[1] == "nearest":
                 _assert_nearest_close(out[key], expected, f"{name} {key}")
                 continue

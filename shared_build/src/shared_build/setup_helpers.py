@@ -148,13 +148,34 @@ def read_config(root: Path) -> PackageConfig:
             f"[tool.shared_build] dependencies in {pyproject} are for a package whose [project] "
             'dynamic = ["dependencies"]; list them in [project] dependencies instead'
         )
-    allowed = {"libraries", "library_dirs", "include_dirs", "extra_link_args", "define_macros"}
+    allowed = {
+        "libraries",
+        "library_dirs",
+        "include_dirs",
+        "extra_link_args",
+        "define_macros",
+        "extra_compile_args",
+    }
     unknown = set(table) - allowed
     if unknown:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
             f"abi, common, cuda, dependencies, module, python_module, limited_api, "
             f"{', '.join(sorted(allowed))}"
+        )
+    compile_args = table.get("extra_compile_args", {})
+    if not (
+        isinstance(compile_args, dict)
+        and set(compile_args) <= {"cxx", "nvcc"}
+        and all(
+            isinstance(args, list) and all(isinstance(a, str) for a in args)
+            for args in compile_args.values()
+        )
+    ):
+        raise BuildError(
+            f"[tool.shared_build] extra_compile_args = {compile_args!r} in {pyproject}; use a "
+            'table of lists of strings keyed by "cxx" and "nvcc", e.g. '
+            '{ cxx = ["-ffp-contract=off"] }'
         )
     return PackageConfig(
         root=root,

@@ -154,6 +154,24 @@ struct Vec {
                          _mm512_setzero_si512());
     _mm_mask_storeu_epi8(p, keep, _mm512_cvtusepi32_epi8(r));
   }
+  // ---- the tables (sampling_rows.h): whole groups, int32 offsets ----
+  static I izero_unless(M m, I v) {
+    return _mm512_maskz_mov_epi32(m, v);
+  }
+  // Half 0 (lanes 0 .. 7) or 1 of a group where m holds, 0 elsewhere.
+  static D dzero_unless(M m, int half, D v) {
+    return _mm512_maskz_mov_pd(static_cast<__mmask8>(m >> (8 * half)), v);
+  }
+  static void istore(int32_t* p, I v) {
+    _mm512_storeu_si512(p, v);
+  }
+  static void dstore(double* p, D v) {
+    _mm512_storeu_pd(p, v);
+  }
+  // Lanes of v in [0, 255], as bytes.
+  static void store_bytes(uint8_t* p, I v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v));
+  }
   // src[off] for the lanes of valid, 0 elsewhere (those lanes read nothing).
   static F gather(const float* src, M valid, I off) {
     return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, off, src, 4);

@@ -1,5 +1,7 @@
-// The inner loops of the built-in CPU kernel, free of torch headers so that
-// they can be compiled and timed on their own.
+// What every level of the built-in CPU kernel shares (sampling_rows.h is
+// built once per level over its Vec): the row and table types, the scalar
+// gather and fix-up loops that each level inlines, and the kernels' table
+// (Kernels). Free of torch headers.
 #pragma once
 
 #include <torch/headeronly/macros/Macros.h>
@@ -7,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -24,10 +27,11 @@ using index_t = int32_t;
 constexpr uint8_t kAllTapsInside = 0xF;
 
 // Per-row scratch: the taps of every pixel of one destination row, as
-// structure of arrays so that both loops vectorise.
-// Rounded up to whole groups of 8 for the AVX2 loops, which write whole groups.
+// structure of arrays so that the gathers vectorise. Rounded up to whole
+// groups of the widest level (16 lanes): the tables are written whole groups
+// at a time.
 inline int64_t table_size(int64_t n) {
-  return (n + 7) / 8 * 8;
+  return (n + 15) / 16 * 16;
 }
 
 template <typename weight_t>
@@ -110,138 +114,6 @@ C10_ALWAYS_INLINE void prefetch_ahead(const scalar_t* src, int64_t offset) {
   static F load(const float* p) { return P##_loadu_ps(p); }
 // clang-format on
 
-// Bilinear taps of one row. With zeros padding a tap outside the image gets
-// weight 0 and offset 0, and its bit in mask stays clear; with border padding
-// taps are clamped into the image and every bit is set.
-template <bool kBorder, typename weight_t>
-C10_ALWAYS_INLINE void bilinear_taps_loop(const Geometry& g,
-                                          index_t* __restrict__ o00,
-                                          index_t* __restrict__ o01,
-                                          index_t* __restrict__ o10,
-                                          index_t* __restrict__ o11,
-                                          weight_t* __restrict__ w00,
-                                          weight_t* __restrict__ w01,
-                                          weight_t* __restrict__ w10,
-                                          weight_t* __restrict__ w11,
-                                          uint8_t* __restrict__ mask) {
-  const double* m = g.inv;
-  const double bx = m[1] * g.y + m[2];
-  const double by = m[4] * g.y + m[5];
-  const double bw = m[7] * g.y + m[8];
-  const double fw = static_cast<double>(g.src_w);
-  const double fh = static_cast<double>(g.src_h);
-  const index_t last_x = static_cast<index_t>(g.src_w - 1);
-  const index_t last_y = static_cast<index_t>(g.src_h - 1);
-  for (int64_t i = 0; i < g.n; ++i) {
-    const double x = static_cast<double>(i);
-    const double w0 = m[6] * x + bw;
-    // Divide unconditionally, then select: a division under a condition is
-    // control flow the vectoriser will not if-convert (it could trap).
-    const double rw = 1.0 / w0;
-    const double w = w0 != 0.0 ? rw : 0.0;
-    const double sx = clamp_coordinate((m[0] * x + bx) * w, fw);
-    const double sy = clamp_coordinate((m[3] * x + by) * w, fh);
-    const double flx = std::floor(sx);
-    const double fly = std::floor(sy);
-    const weight_t ax = static_cast<weight_t>(sx - flx);
-    const weight_t ay = static_cast<weight_t>(sy - fly);
-    index_t x0 = static_cast<index_t>(flx);
-    index_t y0 = static_cast<index_t>(fly);
-    index_t x1 = x0 + 1;
-    index_t y1 = y0 + 1;
-    weight_t wx0 = 1 - ax;
-    weight_t wx1 = ax;
-    weight_t wy0 = 1 - ay;
-    weight_t wy1 = ay;
-    uint8_t bits = kAllTapsInside;
-    if constexpr (kBorder) {
-      x0 = std::min(std::max(x0, index_t(0)), last_x);
-      x1 = std::min(std::max(x1, index_t(0)), last_x);
-      y0 = std::min(std::max(y0, index_t(0)), last_y);
-      y1 = std::min(std::max(y1, index_t(0)), last_y);
-    } else {
-      // One unsigned comparison per bound check: && would be control flow.
-      const bool vx0 =
-          static_cast<uint32_t>(x0) <= static_cast<uint32_t>(last_x);
-      const bool vx1 =
-          static_cast<uint32_t>(x1) <= static_cast<uint32_t>(last_x);
-      const bool vy0 =
-          static_cast<uint32_t>(y0) <= static_cast<uint32_t>(last_y);
-      const bool vy1 =
-          static_cast<uint32_t>(y1) <= static_cast<uint32_t>(last_y);
-      // Zeros padding is separable: a tap is inside when its column and its
-      // row are, so zeroing the weight of an outside column or row zeroes
-      // exactly the outside taps.
-      wx0 = vx0 ? wx0 : weight_t(0);
-      wx1 = vx1 ? wx1 : weight_t(0);
-      wy0 = vy0 ? wy0 : weight_t(0);
-      wy1 = vy1 ? wy1 : weight_t(0);
-      x0 = vx0 ? x0 : index_t(0);
-      x1 = vx1 ? x1 : index_t(0);
-      y0 = vy0 ? y0 : index_t(0);
-      y1 = vy1 ? y1 : index_t(0);
-      bits = static_cast<uint8_t>((vx0 & vy0) | ((vx1 & vy0) << 1) |
-                                  ((vx0 & vy1) << 2) | ((vx1 & vy1) << 3));
-    }
-    const index_t r0 = y0 * g.stride_h;
-    const index_t r1 = y1 * g.stride_h;
-    const index_t c0 = x0 * g.stride_w;
-    const index_t c1 = x1 * g.stride_w;
-    o00[i] = r0 + c0;
-    o01[i] = r0 + c1;
-    o10[i] = r1 + c0;
-    o11[i] = r1 + c1;
-    w00[i] = wy0 * wx0;
-    w01[i] = wy0 * wx1;
-    w10[i] = wy1 * wx0;
-    w11[i] = wy1 * wx1;
-    mask[i] = bits;
-  }
-}
-
-// Nearest taps of one row: one offset per pixel, rounded half to even as
-// OpenCV's cvRound does. With zeros padding an outside tap gets offset 0 and
-// mask 0.
-template <bool kBorder>
-C10_ALWAYS_INLINE void nearest_taps_loop(const Geometry& g,
-                                         index_t* __restrict__ off,
-                                         uint8_t* __restrict__ mask) {
-  const double* m = g.inv;
-  const double bx = m[1] * g.y + m[2];
-  const double by = m[4] * g.y + m[5];
-  const double bw = m[7] * g.y + m[8];
-  const double fw = static_cast<double>(g.src_w);
-  const double fh = static_cast<double>(g.src_h);
-  const index_t last_x = static_cast<index_t>(g.src_w - 1);
-  const index_t last_y = static_cast<index_t>(g.src_h - 1);
-  for (int64_t i = 0; i < g.n; ++i) {
-    const double x = static_cast<double>(i);
-    const double w0 = m[6] * x + bw;
-    // Divide unconditionally, then select: a division under a condition is
-    // control flow the vectoriser will not if-convert (it could trap).
-    const double rw = 1.0 / w0;
-    const double w = w0 != 0.0 ? rw : 0.0;
-    const double sx = clamp_coordinate((m[0] * x + bx) * w, fw);
-    const double sy = clamp_coordinate((m[3] * x + by) * w, fh);
-    index_t ix = static_cast<index_t>(std::nearbyint(sx));
-    index_t iy = static_cast<index_t>(std::nearbyint(sy));
-    uint8_t inside = kAllTapsInside;
-    if constexpr (kBorder) {
-      ix = std::min(std::max(ix, index_t(0)), last_x);
-      iy = std::min(std::max(iy, index_t(0)), last_y);
-    } else {
-      const bool v =
-          (static_cast<uint32_t>(ix) <= static_cast<uint32_t>(last_x)) &
-          (static_cast<uint32_t>(iy) <= static_cast<uint32_t>(last_y));
-      ix = v ? ix : index_t(0);
-      iy = v ? iy : index_t(0);
-      inside = v ? kAllTapsInside : uint8_t(0);
-    }
-    off[i] = iy * g.stride_h + ix * g.stride_w;
-    mask[i] = inside;
-  }
-}
-
 template <typename scalar_t, typename weight_t>
 C10_ALWAYS_INLINE void bilinear_gather_loop(const scalar_t* __restrict__ src,
                                             const index_t* __restrict__ o00,
@@ -272,6 +144,86 @@ C10_ALWAYS_INLINE void nearest_gather_loop(const scalar_t* __restrict__ src,
     out[i] = src[off[i]];
   }
 }
+
+// The pixels of a row with a tap outside the image (zeros padding only), found
+// once per row, 8 masks at a time (most rows have a handful, at the ends).
+inline void find_outside(const uint8_t* mask,
+                         int64_t n,
+                         std::vector<int32_t>& out) {
+  constexpr uint64_t kAllInside = 0x0F0F0F0F0F0F0F0FULL;
+  out.clear();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, mask + i, sizeof(word));
+    if (word == kAllInside) {
+      continue;
+    }
+    for (int64_t k = i; k < i + 8; ++k) {
+      if (mask[k] != kAllTapsInside) {
+        out.push_back(static_cast<int32_t>(k));
+      }
+    }
+  }
+  for (; i < n; ++i) {
+    if (mask[i] != kAllTapsInside) {
+      out.push_back(static_cast<int32_t>(i));
+    }
+  }
+}
+
+// Those pixels recomputed from their inside taps alone: the gather read
+// src[0] in place of the outside taps, which is harmless (weight 0) unless
+// src[0] is inf or NaN.
+template <bool kNearest, typename scalar_t, typename weight_t>
+void fix_outside_taps(const RowTaps<weight_t>& t,
+                      const std::vector<int32_t>& outside,
+                      const scalar_t* src,
+                      scalar_t* out) {
+  for (const int32_t i : outside) {
+    const uint8_t bits = t.mask[i];
+    if constexpr (kNearest) {
+      out[i] = scalar_t(0);
+      continue;
+    }
+    weight_t v = 0;
+    if (bits & 1) {
+      v += t.w00[i] * static_cast<weight_t>(src[t.o00[i]]);
+    }
+    if (bits & 2) {
+      v += t.w01[i] * static_cast<weight_t>(src[t.o01[i]]);
+    }
+    if (bits & 4) {
+      v += t.w10[i] * static_cast<weight_t>(src[t.o10[i]]);
+    }
+    if (bits & 8) {
+      v += t.w11[i] * static_cast<weight_t>(src[t.o11[i]]);
+    }
+    out[i] = static_cast<scalar_t>(v);
+  }
+}
+
+// What a thread keeps across the rows of the float64 forward.
+template <typename scalar_t>
+struct RowScratch {
+  explicit RowScratch(int64_t n) : taps(n) {}
+  RowTaps<scalar_t> taps;
+  std::vector<int32_t> outside;
+};
+
+// The kernels of one CPU level for one dtype and mode (sampling_rows.h's
+// kernels()), null where the dtype has none: row for the float32 and uint8
+// forward, table for the float64 forward, backward for float32 and float64.
+template <typename scalar_t>
+struct Kernels {
+  void (*row)(const RowJob<scalar_t>&) = nullptr;
+  void (*table)(const RowJob<scalar_t>&, RowScratch<scalar_t>&) = nullptr;
+  void (*backward)(const Geometry& g,
+                   const scalar_t* grad,
+                   int64_t grad_stride,
+                   scalar_t* grad_image,
+                   RowTaps<scalar_t>& taps) = nullptr;
+};
 
 }  // namespace cpu
 }  // namespace warp_perspective

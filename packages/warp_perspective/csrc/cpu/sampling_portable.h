@@ -6,15 +6,17 @@
 // instruction exists (permutes, gathers, reductions). Vector extensions rather
 // than loops over arrays: their arithmetic is SIMD whatever the vectoriser
 // decides, and an array loop holding selects or double -> int conversions is
-// one it often leaves scalar (see sampling_avx2.h on the table loops).
+// one it often leaves scalar (double -> int32 and double -> float conversions
+// under selects).
 //
-// The AVX2 and AVX-512 builds use fused multiply-adds (the coordinates in
-// double, the blend in float); this one uses them where the target has an FMA
-// instruction (__FP_FAST_FMA, __FP_FAST_FMAF: AArch64, x86-64 built for v3)
-// and a multiply then an add elsewhere (baseline x86-64), as the table loops
-// of sampling_loops.h do: there its float32 results agree with theirs to the
-// rounding of the weights, its uint8 ones within 1 and its nearest taps but
-// where a coordinate falls within rounding of a half. Emulating the fused
+// The AVX2 and AVX-512 builds of the row kernels use fused multiply-adds (the
+// coordinates in double, the blend in float); this one uses them where the
+// target has an FMA instruction (__FP_FAST_FMA, __FP_FAST_FMAF: AArch64,
+// x86-64 built for v3) and a multiply then an add elsewhere (baseline
+// x86-64): there its float32 results agree with theirs to the rounding of the
+// weights, its uint8 ones within 1 and its nearest taps but where a
+// coordinate falls within rounding of a half. The tables fuse nothing at any
+// level, so there every level agrees bit for bit. Emulating the fused
 // operation exactly costs several times the whole kernel. Rounding (half to
 // even, floor) and the conversions match the AVX builds: the 1.5 * 2^52
 // addition rounds to nearest even in the default rounding mode.
@@ -266,6 +268,27 @@ struct Vec {
         p[k] = bytes[k];
       }
     }
+  }
+  // ---- the tables (sampling_rows.h): whole groups, int32 offsets ----
+  static I izero_unless(M m, I v) {
+    return v & m;
+  }
+  // Half 0 (lanes 0, 1) or 1 of a group where m holds, 0 elsewhere.
+  static D dzero_unless(M m, int half, D v) {
+    const I2 h = half == 0 ? __builtin_shufflevector(m, m, 0, 1)
+                           : __builtin_shufflevector(m, m, 2, 3);
+    return (D)((L)v & __builtin_convertvector(h, L));
+  }
+  static void istore(int32_t* p, I v) {
+    std::memcpy(p, &v, sizeof(v));
+  }
+  static void dstore(double* p, D v) {
+    std::memcpy(p, &v, sizeof(v));
+  }
+  // Lanes of v in [0, 255], as bytes.
+  static void store_bytes(uint8_t* p, I v) {
+    const B4 bytes = __builtin_convertvector(v, B4);
+    std::memcpy(p, &bytes, kLanes);
   }
   // src[off] where valid, 0 elsewhere (those lanes read nothing).
   template <typename scalar_t>

@@ -1,8 +1,10 @@
-// The CPU kernels of warp_perspective: the public op's, which takes the
-// build's default backend (the built-in kernel unless the build was made with
-// WARP_PERSPECTIVE_OPENCV=1), and _warp_perspective_opencv, which calls
-// cv::warpPerspective on every (image, channel) plane when the build has
-// OpenCV (per call: warp_perspective(..., backend="opencv")).
+// The CPU kernels of warp_perspective's ops, all registered here: the public
+// op's, which takes the build's default backend (the built-in kernel unless
+// the build was made with WARP_PERSPECTIVE_OPENCV=1), the built-in kernel's
+// and the backward's (cpu/builtin_kernel.cpp does their sampling), and
+// _warp_perspective_opencv, which calls cv::warpPerspective on every (image,
+// channel) plane when the build has OpenCV (per call:
+// warp_perspective(..., backend="opencv")).
 //
 // Threading: the planes, cut into bands of rows, are handed out to the threads
 // of torch's intra-op pool (cpu/parallel.h),
@@ -229,6 +231,37 @@ Tensor forward_cpu(const Tensor& image,
                           kDefaultOpenCV);
 }
 
+// The built-in kernel whatever the build's default (backend="builtin").
+Tensor builtin_forward_cpu(const Tensor& image,
+                           const Tensor& warp,
+                           std::optional<std::vector<int64_t>> dsize,
+                           StrArg interpolation,
+                           StrArg padding_mode) {
+  return forward_cpu_with(
+      image, warp, dsize, interpolation.value, padding_mode.value, false);
+}
+
+Tensor backward_cpu(const Tensor& grad_output,
+                    const Tensor& warp,
+                    std::vector<int64_t> image_size,
+                    StrArg interpolation,
+                    StrArg padding_mode) {
+  Problem p = check_backward(
+      grad_output, warp, image_size, interpolation.value, padding_mode.value);
+  SHARED_BUILD_CHECK(
+      grad_output.is_cpu(),
+      "warp_perspective_backward: the CPU kernel got tensors on ",
+      device_name(grad_output));
+  const auto inverses = inverse_warps(p.warp);
+  // In the caller's layout, contiguous: (B, C, src_h, src_w) in memory.
+  Tensor grad_image = cpu::empty_output(grad_output, p.result_sizes);
+  torch::stable::zero_(grad_image);
+  if (grad_image.numel() > 0 && grad_output.numel() > 0) {
+    backward_builtin_cpu(p, inverses, grad_image);
+  }
+  return grad_image;
+}
+
 Tensor opencv_forward_cpu(const Tensor& image,
                           const Tensor& warp,
                           std::optional<std::vector<int64_t>> dsize,
@@ -246,8 +279,13 @@ Tensor opencv_forward_cpu(const Tensor& image,
 }  // namespace
 }  // namespace warp_perspective
 
+// Every CPU kernel of the library's ops, registered here.
 STABLE_TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
   m.impl("warp_perspective", TORCH_BOX(&warp_perspective::forward_cpu));
+  m.impl("_warp_perspective_builtin",
+         TORCH_BOX(&warp_perspective::builtin_forward_cpu));
+  m.impl("warp_perspective_backward",
+         TORCH_BOX(&warp_perspective::backward_cpu));
   m.impl("_warp_perspective_opencv",
          TORCH_BOX(&warp_perspective::opencv_forward_cpu));
 }

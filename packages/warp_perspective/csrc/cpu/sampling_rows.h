@@ -286,8 +286,15 @@ void bilinear_row(const RowJob<scalar_t>& job) {
   const Vec::I size_x = Vec::iset(static_cast<int>(g.src_w));
   const Vec::I size_y = Vec::iset(static_cast<int>(g.src_h));
   const Vec::I one = Vec::iset(1);
+  Bilinear next = bilinear_taps(k, 0);
   for (int64_t x0 = 0; x0 < g.n; x0 += Vec::kLanes) {
-    const Bilinear t = bilinear_taps(k, x0);
+    const Bilinear t = next;
+    // The next group's geometry before this group's samples: its division
+    // and conversions, a long chain of latency, then overlap the loads and
+    // blends below instead of waiting for them.
+    if (x0 + Vec::kLanes < g.n) {
+      next = bilinear_taps(k, x0 + Vec::kLanes);
+    }
     const Vec::Tail keep = Vec::tail(g.n - x0);
     scalar_t* out = out_row + x0;
     Window win;
@@ -462,9 +469,14 @@ void nearest_row(const RowJob<scalar_t>& job) {
   const Vec::I size_x = Vec::iset(static_cast<int>(g.src_w));
   const Vec::I size_y = Vec::iset(static_cast<int>(g.src_h));
   const Vec::I one = Vec::iset(1);
+  Vec::I next_x, next_y;
+  nearest_taps(k, 0, next_x, next_y);
   for (int64_t x0 = 0; x0 < g.n; x0 += Vec::kLanes) {
-    Vec::I ix, iy;
-    nearest_taps(k, x0, ix, iy);
+    const Vec::I ix = next_x, iy = next_y;
+    // The next group's taps first, as in bilinear_row.
+    if (x0 + Vec::kLanes < g.n) {
+      nearest_taps(k, x0 + Vec::kLanes, next_x, next_y);
+    }
     const Vec::Tail keep = Vec::tail(g.n - x0);
     scalar_t* out = out_row + x0;
     Window win;

@@ -584,15 +584,23 @@ C10_ALWAYS_INLINE void store_weights(weight_t* p,
   }
 }
 
+// The source's sizes, last indices and strides in every lane: what the tables
+// clamp, test and scale the taps with.
+struct SourceBounds {
+  explicit SourceBounds(const Geometry& g)
+      : size_x(Vec::iset(static_cast<int>(g.src_w))),
+        size_y(Vec::iset(static_cast<int>(g.src_h))),
+        last_x(Vec::iset(static_cast<int>(g.src_w - 1))),
+        last_y(Vec::iset(static_cast<int>(g.src_h - 1))),
+        sw(Vec::iset(g.stride_w)),
+        sh(Vec::iset(g.stride_h)) {}
+  Vec::I size_x, size_y, last_x, last_y, sw, sh;
+};
+
 template <bool kBorder, typename weight_t>
 void bilinear_tables(const Geometry& g, RowTaps<weight_t>& t) {
   const RowCoeffs k = row_coeffs(g);
-  const Vec::I size_x = Vec::iset(static_cast<int>(g.src_w));
-  const Vec::I size_y = Vec::iset(static_cast<int>(g.src_h));
-  const Vec::I last_x = Vec::iset(static_cast<int>(g.src_w - 1));
-  const Vec::I last_y = Vec::iset(static_cast<int>(g.src_h - 1));
-  const Vec::I sw = Vec::iset(g.stride_w);
-  const Vec::I sh = Vec::iset(g.stride_h);
+  const SourceBounds b(g);
   const Vec::I one = Vec::iset(1);
   const Vec::D done = Vec::dset(1.0);
   for (int64_t x0 = 0; x0 < g.n; x0 += Vec::kLanes) {
@@ -614,15 +622,15 @@ void bilinear_tables(const Geometry& g, RowTaps<weight_t>& t) {
     Vec::I iy1 = Vec::iadd(iy0, one);
     Vec::M m00 = Vec::every(), m01 = m00, m10 = m00, m11 = m00;
     if constexpr (kBorder) {
-      ix0 = Vec::clamp(ix0, last_x);
-      ix1 = Vec::clamp(ix1, last_x);
-      iy0 = Vec::clamp(iy0, last_y);
-      iy1 = Vec::clamp(iy1, last_y);
+      ix0 = Vec::clamp(ix0, b.last_x);
+      ix1 = Vec::clamp(ix1, b.last_x);
+      iy0 = Vec::clamp(iy0, b.last_y);
+      iy1 = Vec::clamp(iy1, b.last_y);
     } else {
-      const Vec::M vx0 = Vec::inside(ix0, size_x);
-      const Vec::M vx1 = Vec::inside(ix1, size_x);
-      const Vec::M vy0 = Vec::inside(iy0, size_y);
-      const Vec::M vy1 = Vec::inside(iy1, size_y);
+      const Vec::M vx0 = Vec::inside(ix0, b.size_x);
+      const Vec::M vx1 = Vec::inside(ix1, b.size_x);
+      const Vec::M vy0 = Vec::inside(iy0, b.size_y);
+      const Vec::M vy1 = Vec::inside(iy1, b.size_y);
       m00 = Vec::mand(vx0, vy0);
       m01 = Vec::mand(vx1, vy0);
       m10 = Vec::mand(vx0, vy1);
@@ -632,10 +640,10 @@ void bilinear_tables(const Geometry& g, RowTaps<weight_t>& t) {
       iy0 = Vec::izero_unless(vy0, iy0);
       iy1 = Vec::izero_unless(vy1, iy1);
     }
-    const Vec::I r0 = Vec::imul(iy0, sh);
-    const Vec::I r1 = Vec::imul(iy1, sh);
-    const Vec::I c0 = Vec::imul(ix0, sw);
-    const Vec::I c1 = Vec::imul(ix1, sw);
+    const Vec::I r0 = Vec::imul(iy0, b.sh);
+    const Vec::I r1 = Vec::imul(iy1, b.sh);
+    const Vec::I c0 = Vec::imul(ix0, b.sw);
+    const Vec::I c1 = Vec::imul(ix1, b.sw);
     Vec::istore(t.o00.data() + x0, Vec::iadd(r0, c0));
     Vec::istore(t.o01.data() + x0, Vec::iadd(r0, c1));
     Vec::istore(t.o10.data() + x0, Vec::iadd(r1, c0));
@@ -658,12 +666,7 @@ void bilinear_tables(const Geometry& g, RowTaps<weight_t>& t) {
 template <bool kBorder, typename weight_t>
 void nearest_tables(const Geometry& g, RowTaps<weight_t>& t) {
   const RowCoeffs k = row_coeffs(g);
-  const Vec::I size_x = Vec::iset(static_cast<int>(g.src_w));
-  const Vec::I size_y = Vec::iset(static_cast<int>(g.src_h));
-  const Vec::I last_x = Vec::iset(static_cast<int>(g.src_w - 1));
-  const Vec::I last_y = Vec::iset(static_cast<int>(g.src_h - 1));
-  const Vec::I sw = Vec::iset(g.stride_w);
-  const Vec::I sh = Vec::iset(g.stride_h);
+  const SourceBounds b(g);
   for (int64_t x0 = 0; x0 < g.n; x0 += Vec::kLanes) {
     Vec::D sx[2], sy[2];
     group_coords<false>(k, x0, sx, sy);
@@ -671,15 +674,15 @@ void nearest_tables(const Geometry& g, RowTaps<weight_t>& t) {
     Vec::I iy = Vec::to_int(Vec::dround(sy[0]), Vec::dround(sy[1]));
     Vec::M inside = Vec::every();
     if constexpr (kBorder) {
-      ix = Vec::clamp(ix, last_x);
-      iy = Vec::clamp(iy, last_y);
+      ix = Vec::clamp(ix, b.last_x);
+      iy = Vec::clamp(iy, b.last_y);
     } else {
-      inside = Vec::mand(Vec::inside(ix, size_x), Vec::inside(iy, size_y));
+      inside = Vec::mand(Vec::inside(ix, b.size_x), Vec::inside(iy, b.size_y));
       ix = Vec::izero_unless(inside, ix);
       iy = Vec::izero_unless(inside, iy);
     }
     Vec::istore(t.o00.data() + x0,
-                Vec::iadd(Vec::imul(iy, sh), Vec::imul(ix, sw)));
+                Vec::iadd(Vec::imul(iy, b.sh), Vec::imul(ix, b.sw)));
     Vec::store_bytes(t.mask.data() + x0,
                      Vec::izero_unless(inside, Vec::iset(kAllTapsInside)));
   }

@@ -69,6 +69,75 @@ def test_layout(root: Path):
     assert (root / "README.md").is_file()
 
 
+# Where each dispatch key's kernels live (the README's layout section): a folder per key,
+# each file there named after its op, <op>_kernel.cpp (or .cu).
+KERNEL_FOLDERS = {
+    "CPU": ("cpu", ".cpp"),
+    "CUDA": ("cuda", ".cu"),
+    "Autograd": ("autograd", ".cpp"),
+    "CompositeExplicitAutograd": ("composite", ".cpp"),
+}
+_REGISTRATION = re.compile(r"^\s*(?:STABLE_)?TORCH_LIBRARY(?:_IMPL)?\((\w+)(?:,\s*(\w+))?", re.M)
+
+
+_SCHEMA = re.compile(r'"(\w+)\((?:Tensor|int|float|bool|str|SymInt|Scalar|ScalarType|\))')
+
+
+def kernel_names(root: Path) -> set[str]:
+    """What a kernel file may be named after: each op the package's schema files define
+    (leading underscores dropped), and the common folder's stem (lltm)."""
+    names = set()
+    for csrc, schema_file in csrc_dirs(root):
+        if schema_file.is_file():
+            names |= {op.lstrip("_") for op in _SCHEMA.findall(schema_file.read_text())}
+        if csrc.parent != root:
+            names.add(schema_file.stem)
+    return names
+
+
+def csrc_dirs(root: Path) -> list[tuple[Path, Path]]:
+    """(csrc folder, its schema file): the package's, and its common folder's where it has
+    one (lltm_common/csrc/lltm.cpp holds the LLTM packages' schemas)."""
+    dirs = [(root / "csrc", root / "csrc" / f"{root.name}.cpp")]
+    shared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["shared_build"]
+    if "common" in shared:
+        common = (root / shared["common"]).resolve()
+        stem = common.name.removesuffix("_common")
+        dirs.append((common / "csrc", common / "csrc" / f"{stem}.cpp"))
+    return dirs
+
+
+@pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)
+def test_kernels_sit_in_the_slot_of_their_dispatch_key(root: Path):
+    """TORCH_LIBRARY (the schemas) and the Meta kernels in the schema file; a CPU, CUDA,
+    Autograd or CompositeExplicitAutograd kernel in csrc/<cpu|cuda|autograd|composite>/
+    <op>_kernel.cpp|.cu (composite ones may also sit beside the schemas). A key spelled
+    through a macro (lltm_common's device) only in the schema file. <op> is an op of the
+    library (or lltm_common's stem, lltm)."""
+    schema_files = [schema_file for _, schema_file in csrc_dirs(root)]
+    assert all(f.is_file() for f in schema_files), f"the schema files: {schema_files}"
+    misplaced = []
+    ops = kernel_names(root)
+    for csrc, schema_file in csrc_dirs(root):
+        for path in sorted(csrc.rglob("*")):
+            if path.suffix not in (".cpp", ".cu"):
+                continue
+            relative = path.relative_to(csrc)
+            for key in (m.group(2) for m in _REGISTRATION.finditer(path.read_text())):
+                if path == schema_file and key in (None, "Meta", "CompositeExplicitAutograd"):
+                    continue
+                folder, suffix = KERNEL_FOLDERS.get(key, (None, None))
+                if path == schema_file and folder is None:
+                    continue  # a macro key: the file compiled for each device
+                if not (
+                    relative.parts[:-1] == (folder,)
+                    and path.name.removesuffix(suffix or "").removesuffix("_kernel") in ops
+                    and path.name.endswith("_kernel" + (suffix or ""))
+                ):
+                    misplaced.append(f"{relative} registers {key or 'the schemas'}")
+    assert not misplaced, misplaced
+
+
 @pytest.mark.parametrize("name", package_names())
 def test_installed_metadata_names_the_torch_it_needs(name: str):
     """The wheel nox installed here pins the torch release it was built against (full ABI)

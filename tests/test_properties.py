@@ -197,7 +197,7 @@ def test_gc_cpp_graph_conv_and_weight_grad(case):
     torch.testing.assert_close(out.double(), expected, rtol=tol, atol=tol * scale)
 
     grad = random_values((n, f_out), dtype, g)
-    dw = gc_cpp.backward(adj, x, grad)
+    dw = gc_cpp.weight_grad(adj, x, grad)
     dw_expected = (a @ x.double()).T @ grad.double()
     scale = (a.abs() @ x.double().abs()).T @ grad.double().abs()
     scale = max(1.0, scale.max().item() if scale.numel() else 1.0)
@@ -421,7 +421,7 @@ def test_warp_perspective_runs_the_cpu_level_asked_for():
     """nox -s sanitize reruns this file with WARP_PERSPECTIVE_NO_AVX512 / _NO_AVX2: make
     sure the kernels it then checks are the lower ones."""
     warp_perspective = package("warp_perspective")
-    level = warp_perspective.build_config()["cpu_geometry"]
+    level = warp_perspective.build_config()["cpu_level"]
     if os.environ.get("WARP_PERSPECTIVE_NO_AVX2") == "1":
         assert level == "portable"
     elif os.environ.get("WARP_PERSPECTIVE_NO_AVX512") == "1":

@@ -112,12 +112,12 @@ OPS = {
         # bias may be None, adj sparse COO.
         valid=frozenset({("bias", "none"), ("adj", "sparse_coo")}),
     ),
-    "gc_cpp.backward": Op(
+    "gc_cpp.weight_grad": Op(
         "gc_cpp",
         G
         + "adj = (torch.rand(6, 6, generator=g) < 0.4).float().to_sparse_csr()\n"
         + "x = torch.randn(6, 5, generator=g); grad = torch.randn(6, 3, generator=g)",
-        "gc_cpp.backward",
+        "gc_cpp.weight_grad",
         ("adj", "x", "grad"),
         ("adj", "x", "grad"),
         extra=(("adj", "adj.to_dense()[:5]"), ("adj", "adj.to_sparse_csc()")),
@@ -542,7 +542,7 @@ def small_calls() -> dict[str, object]:
         ),
         (
             lambda a, x, w, g: torch.ops.gc_cpp.weight_grad(a, x, None),
-            "gc_cpp.backward: grad must be a tensor, got None",
+            "gc_cpp.weight_grad: grad must be a tensor, got None",
         ),
     ],
 )

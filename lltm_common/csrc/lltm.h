@@ -4,7 +4,7 @@
 // namespace and its op namespace), LLTM_DEVICE to its device (CPU or CUDA) and
 // LLTM_OTHER_DEVICE to the other one (see its pyproject.toml), and supplies, in
 // its own csrc/, the fused pointwise passes of its device, its module init and
-// kOtherDeviceHint. The TORCH_LIBRARY blocks are in lltm_ops.cpp.
+// kOtherDeviceHint. The TORCH_LIBRARY blocks are in lltm.cpp.
 #pragma once
 
 #include <ATen/core/Tensor.h>

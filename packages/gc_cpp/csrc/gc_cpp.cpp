@@ -1,16 +1,8 @@
-// The gc_cpp operator library: the ops' schemas and the Python module.
-//
-// The ops' user-facing argument checks (None, layout, dim, dtype, device, a
-// square adj, sizes against each other) are not here: they are in
-// src/gc_cpp/ops.py, one Python function per op that serves the fake kernels
-// (the stable ABI has no symbolic sizes, so a C++ Meta kernel would fail under
-// dynamic shapes) and every eager call, through the ops' Autograd and
-// BackendSelect kernels, before any kernel of this library runs. The C++ keeps
-// only what no fake kernel can check, the index values that
-// cpu/csr_transpose_kernel.cpp reads, and the invariants its raw loops and
-// views rely on. The other kernels only compose ATen ops (mm, linear, sparse
-// conversions) through the stable dispatcher, so a C++ caller that bypasses
-// ops.py gets ATen's error for bad input, never a crash.
+// The gc_cpp operator library: the ops' schemas and the Python module. The
+// argument checks are in src/gc_cpp/ops.py: the stable ABI has no symbolic
+// sizes, so they are written once there, for the fake kernels and for every
+// eager call before any C++ runs. The C++ checks only the index values its
+// raw loops read; the other kernels get ATen's checks from the ops they call.
 #include <shared_build/python_module.h>
 #include <shared_build/stable_compat.h>
 
@@ -31,7 +23,7 @@ STABLE_TORCH_LIBRARY(gc_cpp, m) {
       m,
       "_graph_conv_forward(Tensor adj, Tensor x, Tensor weight, Tensor? "
       "bias=None) -> (Tensor, Tensor)");
-  // The seed's gc_backward: the gradient w.r.t. weight, (adj @ x).T @ grad.
+  // The gradient w.r.t. weight, (adj @ x).T @ grad (gc_cpp.weight_grad).
   shared_build::def_pt2_compliant(
       m, "weight_grad(Tensor adj, Tensor x, Tensor grad) -> Tensor");
   // The transpose of a CSR matrix as CSR (crow, col, values); the row indices

@@ -157,11 +157,11 @@ inline std::string format_matrix(const double* m) {
 // dsize, mode strings) and returns them normalised. Throws (RuntimeError in
 // Python) with a sentence naming the offending values. Every real kernel runs
 // these checks, whoever calls it: Python, TorchScript, a C++ program.
-inline Problem check_forward(const Tensor& image,
-                             const Tensor& warp,
-                             const std::optional<std::vector<int64_t>>& dsize,
-                             const std::string& interpolation,
-                             const std::string& padding_mode) {
+inline Problem forward_problem(const Tensor& image,
+                               const Tensor& warp,
+                               const std::optional<std::vector<int64_t>>& dsize,
+                               const std::string& interpolation,
+                               const std::string& padding_mode) {
   check_image(image, "image");
   const ScalarType dtype = image.scalar_type();
   SHARED_BUILD_CHECK(
@@ -217,11 +217,11 @@ inline Problem check_forward(const Tensor& image,
 
 // The same for warp_perspective_backward: grad_output has the forward's output
 // shape, image_size is the forward input's shape.
-inline Problem check_backward(const Tensor& grad_output,
-                              const Tensor& warp,
-                              const std::vector<int64_t>& image_size,
-                              const std::string& interpolation,
-                              const std::string& padding_mode) {
+inline Problem backward_problem(const Tensor& grad_output,
+                                const Tensor& warp,
+                                const std::vector<int64_t>& image_size,
+                                const std::string& interpolation,
+                                const std::string& padding_mode) {
   check_image(grad_output, "grad_output");
   const ScalarType dtype = grad_output.scalar_type();
   SHARED_BUILD_CHECK(

@@ -1,13 +1,8 @@
-// The warp_perspective operator library: the op schemas, the input checks
-// every real kernel runs first, and the host-side inversion of the matrices.
-//
-// Built as a plain shared library on LibTorch's stable ABI (no Python module,
-// no libpython): Python loads it with torch.ops.load_library, a C++ program
-// links it, and in both the STABLE_TORCH_LIBRARY block below registers the
-// ops with the dispatcher. The fake kernels and autograd are Python
-// (src/warp_perspective/ops.py); its fake kernels check the same things over
-// symbolic sizes, in the same words (tests/test_warp_perspective.py sends
-// every bad input through both and compares the messages).
+// The warp_perspective operator library: the op schemas, in a plain shared
+// library on the stable ABI (no Python module) that Python loads with
+// torch.ops.load_library and a C++ program links. The checks every real kernel
+// runs are in checks.h; the fake kernels and autograd in
+// src/warp_perspective/ops.py.
 #include <sstream>
 #include <string>
 
@@ -19,14 +14,14 @@ namespace {
 
 // What this library was built with, one "key=value" per line: cpu_backend,
 // cpu_default, opencv, cxx11_abi, and the CPU loops it runs here
-// (cpu_geometry). A string because the stable ABI returns no Dict; ops.py's
+// (cpu_level). A string because the stable ABI returns no Dict; ops.py's
 // build_config() makes it one.
 std::string build_config() {
   std::ostringstream config;
   config << "cpu_backend=" << warp_perspective::cpu_backend() << "\n"
          << "cpu_default=" << warp_perspective::cpu_default_backend() << "\n"
          << "opencv=" << warp_perspective::opencv_version() << "\n"
-         << "cpu_geometry=" << warp_perspective::cpu_geometry() << "\n"
+         << "cpu_level=" << warp_perspective::cpu_level() << "\n"
          << "cxx11_abi=" << _GLIBCXX_USE_CXX11_ABI << "\n";
   return config.str();
 }

@@ -84,9 +84,9 @@ const char* opencv_version();
 // "avx512", "avx2" or "portable": the loops the built-in CPU kernel runs on
 // this machine (WARP_PERSPECTIVE_NO_AVX512=1 caps it at "avx2",
 // WARP_PERSPECTIVE_NO_AVX2=1 forces "portable").
-const char* cpu_geometry();
+const char* cpu_level();
 
 }  // namespace warp_perspective
 
-// check_forward, check_backward, inverse_warps ...
+// forward_problem, backward_problem, inverse_warps ...
 #include "checks.h"  // IWYU pragma: export

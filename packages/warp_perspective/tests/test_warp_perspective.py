@@ -327,7 +327,7 @@ for dtype, interpolation, padding_mode in itertools.product(
                 grad, m, list(image.shape), interpolation, padding_mode
             )
         )
-outs["cpu_geometry"] = warp_perspective.build_config()["cpu_geometry"]
+outs["cpu_level"] = warp_perspective.build_config()["cpu_level"]
 torch.save(outs, sys.argv[1])
 """
 
@@ -359,7 +359,7 @@ def test_cpu_levels_agree(tmp_path):
             env={**os.environ, **env},
         )
         results[name] = torch.load(path)
-    levels = {name: out.pop("cpu_geometry") for name, out in results.items()}
+    levels = {name: out.pop("cpu_level") for name, out in results.items()}
     assert levels["portable"] == "portable"
     assert levels["no_avx512"] in ("avx2", "portable")
     assert levels["default"] in ("avx512", "avx2", "portable")
@@ -415,13 +415,13 @@ for (h, w), dsize in (((37, 61), (35, 53)), ((50, 99), (47, 101)), ((9, 17), (13
                 image, m, dsize, interpolation, padding_mode
             )
         )
-outs["cpu_geometry"] = warp_perspective.build_config()["cpu_geometry"]
+outs["cpu_level"] = warp_perspective.build_config()["cpu_level"]
 torch.save(outs, sys.argv[1])
 """
 
 
 def test_row_kernels_agree_across_levels(tmp_path):
-    """float32 and uint8 take the row kernels of sampling_rows.h at every CPU level:
+    """float32 and uint8 take the row kernels of sampling_per_level.h at every CPU level:
     built for AVX-512 and AVX2 (fused multiply-adds, the same floor, rounding and uint8
     conversion) they must agree bit for bit; the portable build (no intrinsics;
     WARP_PERSPECTIVE_NO_AVX2=1), which fuses only where the target has FMA, agrees with
@@ -436,7 +436,7 @@ def test_row_kernels_agree_across_levels(tmp_path):
             [sys.executable, "-c", _ROWS_SCRIPT, str(path)], check=True, env={**os.environ, **env}
         )
         results[name] = torch.load(path)
-    levels = {name: out.pop("cpu_geometry") for name, out in results.items()}
+    levels = {name: out.pop("cpu_level") for name, out in results.items()}
     assert levels["portable"] == "portable"
     if levels["default"] == "portable":
         pytest.skip("this CPU has no AVX2: the portable row kernels are the only ones")

@@ -60,7 +60,7 @@ ADD_EXT_DEFINE_AXPY(c10::BFloat16)
 #undef ADD_EXT_DEFINE_AXPY
 
 // float16: GCC does not vectorize c10::Half conversions (they are bit
-// manipulation), so the loop above runs one element at a time, 2.5x slower than
+// manipulation), so the loop above runs one element at a time, well behind
 // torch.add. Where the CPU has F16C, convert 8 halves per instruction instead.
 void axpy_half_scalar(const c10::Half* x,
                       const c10::Half* y,

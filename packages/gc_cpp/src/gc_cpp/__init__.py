@@ -15,7 +15,7 @@ check_compatible()
 
 from . import _C  # noqa: E402,F401  (loads the library; its TORCH_LIBRARY blocks register the ops)
 from .modules import GraphConv  # noqa: E402
-from .ops import backward, forward, graph_conv, normalize_adjacency  # noqa: E402
+from .ops import backward, forward, graph_conv, normalize_adjacency, weight_grad  # noqa: E402
 
 __all__ = [
     "BUILD_INFO",
@@ -24,5 +24,6 @@ __all__ = [
     "forward",
     "graph_conv",
     "normalize_adjacency",
+    "weight_grad",
 ]
 __version__ = BUILD_INFO["version"]

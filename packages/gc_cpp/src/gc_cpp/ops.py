@@ -1,20 +1,11 @@
 """Typed wrappers for the gc_cpp ops, their argument checks, fake kernels and autograd,
 and normalize_adjacency.
 
-The kernels are in C++ (csrc/), on LibTorch's stable ABI, composed of ATen products (so
-they run on any device). The stable ABI has neither C++ autograd nor symbolic sizes, so
-graph_conv's autograd kernel and the fake kernels that let torch.compile, torch.export and
-the meta device trace the ops are here.
-
-The user-facing argument checks (None, layout, dim, dtype, device, a square adj, sizes
-against each other) live here only, in one function per op, and serve every path: the
-fake kernels call it, and every eager call reaches it before a C++ kernel runs, in the
-op's Autograd kernel or, where autograd is off (inference_mode, tensors without autograd
-keys), in its BackendSelect kernel; each call runs it once. The C++ keeps only what no
-fake kernel can check (index values inside _csr_transpose's loops) and the invariants its
-raw loops and views rely on; the kernels that only compose ATen products are guarded by
-ATen's own checks, so a C++ caller that bypasses this module gets ATen's error, not a
-crash.
+The kernels are C++ (csrc/) on LibTorch's stable ABI, which has neither C++ autograd nor
+symbolic sizes: graph_conv's autograd kernel and the fake kernels are here, and so are the
+argument checks, written once. The fake kernels call them, and every eager call runs them
+once before any C++ (in the op's Autograd kernel, or its BackendSelect kernel where
+autograd is off). The C++ checks only the index values _csr_transpose's loops read.
 """
 
 from __future__ import annotations
@@ -24,7 +15,7 @@ import torch
 from ._build_info import c10_name
 from ._stable_op import below_autograd, register
 
-__all__ = ["backward", "forward", "graph_conv", "normalize_adjacency"]
+__all__ = ["backward", "forward", "graph_conv", "normalize_adjacency", "weight_grad"]
 
 _graph_conv = torch.ops.gc_cpp.graph_conv.default
 _graph_conv_forward = torch.ops.gc_cpp._graph_conv_forward.default
@@ -50,11 +41,17 @@ def forward(a: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) 
     return _graph_conv(a, x, w, b)
 
 
-def backward(a: torch.Tensor, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """The seed's ``gc_backward``: the gradient w.r.t. ``w``, ``(a @ x).T @ g``.
+def weight_grad(adj: torch.Tensor, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """The gradient of ``graph_conv`` w.r.t. ``weight``: ``(adj @ x).T @ grad``.
 
-    Computed as ``x.T @ (a.T @ g)`` when ``g`` has fewer columns than ``x``.
+    Computed as ``x.T @ (adj.T @ grad)`` when ``grad`` has fewer columns than ``x``.
     """
+    return _weight_grad(adj, x, grad)
+
+
+def backward(a: torch.Tensor, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """:func:`weight_grad` under the seed's name (its ``gc_backward``): only the gradient
+    w.r.t. ``w``."""
     return _weight_grad(a, x, g)
 
 
@@ -227,8 +224,8 @@ def _check_graph_conv_inputs(op, adj, x, weight, bias) -> None:
 
 
 def _check_weight_grad_inputs(adj, x, grad) -> None:
-    """weight_grad's checks (the seed's gc_backward, hence gc_cpp.backward)."""
-    op = "gc_cpp.backward"
+    """weight_grad's checks (also gc_cpp.backward's, the seed's name for it)."""
+    op = "gc_cpp.weight_grad"
     _check_defined(op, "adj", adj)
     _check_defined(op, "x", x)
     _check_defined(op, "grad", grad)

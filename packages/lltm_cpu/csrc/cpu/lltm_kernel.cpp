@@ -1,7 +1,7 @@
 // The CPU part of the LLTM ops (lltm_common/csrc/lltm.h): the pointwise work
 // of forward and backward in one fused, vectorized pass per direction, parallel
 // over the batch. The GEMMs around it run through ATen (MKL here), in
-// lltm_common/csrc/lltm_ops.cpp.
+// lltm_common/csrc/lltm.cpp.
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

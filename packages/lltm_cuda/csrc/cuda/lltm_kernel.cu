@@ -1,7 +1,7 @@
 // The CUDA part of the LLTM ops (lltm_common/csrc/lltm.h): the pointwise work
 // of forward and backward in one fused kernel per direction, on the current
 // stream. The GEMMs around it run through ATen (cuBLAS), in
-// lltm_common/csrc/lltm_ops.cpp.
+// lltm_common/csrc/lltm.cpp.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>

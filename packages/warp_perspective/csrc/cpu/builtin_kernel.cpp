@@ -1,15 +1,7 @@
-// The built-in CPU kernels of warp_perspective: the forward sampling (used
-// without OpenCV and for float64) and its adjoint, the backward.
-//
-// Every loop is written once, in cpu/sampling_rows.h, over a vector type Vec,
-// and built three times: for AVX-512 (cpu/sampling_avx512.h), AVX2
-// (cpu/sampling_avx2.h) and, for CPUs without AVX2, portable vector
-// extensions (cpu/sampling_portable.h). This file picks the level once
-// (cpu_isa, level_kernels) and hands rows to its kernels: for float32 and
-// uint8 the row kernels, geometry in registers; for float64 and the backward
-// each row's taps are computed into tables first. Rows of all images of the
-// batch go in chunks to torch's intra-op threads (cpu/parallel.h), so one
-// large image uses every thread too.
+// The built-in CPU kernels of warp_perspective, the forward sampling and its
+// adjoint (the backward): this file picks the SIMD level once (cpu_isa,
+// level_kernels; the loops are cpu/sampling_per_level.h) and hands rows of
+// every image, in chunks, to torch's intra-op threads (cpu/parallel.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,7 +14,7 @@
 #include "cpu/parallel.h"
 #include "cpu/sampling_avx2.h"
 #include "cpu/sampling_avx512.h"
-#include "cpu/sampling_loops.h"
+#include "cpu/sampling_common.h"
 #include "cpu/sampling_portable.h"
 #include "warp_perspective.h"
 
@@ -215,7 +207,7 @@ void backward_impl(const Problem& p,
 
 }  // namespace
 
-const char* cpu_geometry() {
+const char* cpu_level() {
   switch (cpu_isa()) {
     case Isa::kAvx512:
       return "avx512";

@@ -75,21 +75,15 @@ void run_workers(int64_t n, int64_t chunk, const Worker& worker) {
 // advised for transparent huge pages when it is large, and those pages mapped
 // before the kernels write them.
 //
-// A fresh 200 MB output (8 x 3 x 1080p float32) takes ~48,000 page faults on
-// first touch, which cost 90 ms on the VM this was measured on (more than
-// warping into it); as huge pages they cost ~10 ms. Only matters where THP is
-// in "madvise" mode (common); harmless elsewhere. torch does the same for
-// every allocation with THP_MEM_ALLOC_ENABLE=1.
-//
-// A huge page is zeroed by the thread that first touches it while any other
-// thread touching it waits, and the row chunks of two threads often share a
-// page: with 2 threads a 1080p batch spent 20-50 ms of system time in faults
-// (~8 ms with one) and took 32-47 ms, barely less than with one thread. So
-// when the op will use several threads, the pages are populated first
-// (MADV_POPULATE_WRITE), each thread its own range of whole pages: 28-31 ms.
-// With one thread, faulting as the kernel writes is cheaper (the zeroed
-// lines are still in cache when they are written); so is it where the kernel
-// lacks MADV_POPULATE_WRITE.
+// A fresh output of a few hundred MB takes tens of thousands of 4 KB page
+// faults on first touch, which can cost more than the warp; huge pages take a
+// 512th of them (where THP is in "madvise" mode, the common default; torch
+// does the same for every allocation with THP_MEM_ALLOC_ENABLE=1). A huge page
+// is zeroed by the thread that first touches it while any other thread
+// touching it waits, and two threads' row chunks often share one; so with
+// several threads each first populates its own range of whole pages
+// (MADV_POPULATE_WRITE). With one thread, faulting as the kernel writes is
+// cheaper: the zeroed lines are still in cache when they are written.
 inline torch::stable::Tensor empty_output(const torch::stable::Tensor& like,
                                           const std::vector<int64_t>& sizes) {
   torch::stable::Tensor out = torch::stable::new_empty(like, sizes);

@@ -1,5 +1,5 @@
 // The AVX2 level of the built-in CPU kernel (chosen at run time, see
-// builtin_kernel.cpp): sampling_rows.h built 8 pixels at a time, with this
+// builtin_kernel.cpp): sampling_per_level.h built 8 pixels at a time, with this
 // Vec. sampling_avx512.h builds the same source 16 pixels at a time.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cpu/sampling_loops.h"
+#include "cpu/sampling_common.h"
 
 namespace warp_perspective {
 namespace cpu {
@@ -27,7 +27,7 @@ namespace cpu {
 
 namespace avx2 {
 
-// The vector width of sampling_rows.h: 8 float or int32 lanes, 4 doubles.
+// The vector width of sampling_per_level.h: 8 float or int32 lanes, 4 doubles.
 // Without mask registers a lane mask is a vector of all-ones / all-zeros lanes.
 struct Vec {
   static constexpr int kLanes = 8;
@@ -180,7 +180,7 @@ struct Vec {
       }
     }
   }
-  // ---- the tables (sampling_rows.h): whole groups, int32 offsets ----
+  // ---- the tables (sampling_per_level.h): whole groups, int32 offsets ----
   static I izero_unless(M m, I v) {
     return _mm256_and_si256(m, v);
   }
@@ -220,7 +220,7 @@ struct Vec {
   }
 };
 
-#include "cpu/sampling_rows.h"
+#include "cpu/sampling_per_level.h"
 
 }  // namespace avx2
 

@@ -1,6 +1,6 @@
-// The AVX-512 build of the row kernels (sampling_rows.h), chosen at run time
-// (see builtin_kernel.cpp), for float32 and uint8 images: 16 pixels at a time,
-// taps picked from a window of 32 columns with a two-table permute
+// The AVX-512 build of the row kernels (sampling_per_level.h), chosen at run
+// time (see builtin_kernel.cpp), for float32 and uint8 images: 16 pixels at a
+// time, taps picked from a window of 32 columns with a two-table permute
 // (vpermt2ps), row blends and tails under mask registers.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cpu/sampling_loops.h"
+#include "cpu/sampling_common.h"
 
 // GCC 12's AVX-512 intrinsics (the conversions and inserts used below) start
 // from _mm*_undefined_*(), which -Wmaybe-uninitialized reports as "'__Y' may be
@@ -28,7 +28,7 @@ namespace warp_perspective {
 namespace cpu {
 namespace avx512 {
 
-// The vector width of sampling_rows.h: 16 float or int32 lanes, 8 doubles.
+// The vector width of sampling_per_level.h: 16 float or int32 lanes, 8 doubles.
 struct Vec {
   static constexpr int kLanes = 16;
   static constexpr int kWindow = 32;         // the columns two loads cover
@@ -154,7 +154,7 @@ struct Vec {
                          _mm512_setzero_si512());
     _mm_mask_storeu_epi8(p, keep, _mm512_cvtusepi32_epi8(r));
   }
-  // ---- the tables (sampling_rows.h): whole groups, int32 offsets ----
+  // ---- the tables (sampling_per_level.h): whole groups, int32 offsets ----
   static I izero_unless(M m, I v) {
     return _mm512_maskz_mov_epi32(m, v);
   }
@@ -188,7 +188,7 @@ struct Vec {
   }
 };
 
-#include "cpu/sampling_rows.h"
+#include "cpu/sampling_per_level.h"
 
 }  // namespace avx512
 

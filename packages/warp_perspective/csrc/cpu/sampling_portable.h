@@ -1,31 +1,15 @@
-// The portable build of the row kernels (sampling_rows.h): float32 and uint8
-// images on CPUs without AVX2 (or with WARP_PERSPECTIVE_NO_AVX2=1), and on
-// targets other than x86-64. No intrinsics: GCC/Clang vector extensions, which
-// both compilers lower to the target's vectors (two SSE2 registers per Vec at
-// the baseline x86-64 target), with plain per-lane loops where no baseline
-// instruction exists (permutes, gathers, reductions). Vector extensions rather
-// than loops over arrays: their arithmetic is SIMD whatever the vectoriser
-// decides, and an array loop holding selects or double -> int conversions is
-// one it often leaves scalar (double -> int32 and double -> float conversions
-// under selects).
-//
-// The AVX2 and AVX-512 builds of the row kernels use fused multiply-adds (the
-// coordinates in double, the blend in float); this one uses them where the
-// target has an FMA instruction (__FP_FAST_FMA, __FP_FAST_FMAF: AArch64,
-// x86-64 built for v3) and a multiply then an add elsewhere (baseline
-// x86-64): there its float32 results agree with theirs to the rounding of the
-// weights, its uint8 ones within 1 and its nearest taps but where a
-// coordinate falls within rounding of a half. The tables fuse nothing at any
-// level, so there every level agrees bit for bit. Emulating the fused
-// operation exactly costs several times the whole kernel. Rounding (half to
-// even, floor) and the conversions match the AVX builds: the 1.5 * 2^52
-// addition rounds to nearest even in the default rounding mode.
+// The portable level of the built-in CPU kernel (sampling_per_level.h built 4
+// pixels at a time): CPUs without AVX2, WARP_PERSPECTIVE_NO_AVX2=1, and targets
+// other than x86-64. GCC/Clang vector extensions instead of intrinsics: their
+// arithmetic stays SIMD where an array loop holding selects or double -> int
+// conversions is often left scalar; per-lane loops where the baseline target
+// has no instruction (permutes, gathers, reductions).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#include "cpu/sampling_loops.h"
+#include "cpu/sampling_common.h"
 
 // GCC warns that passing 32- and 64-byte vectors by value differs from the
 // AVX ABI; these inline functions never cross a library boundary. It reports
@@ -43,7 +27,7 @@ struct Vec {
   static constexpr int kLanes = 4;
   static constexpr int kWindow = 8;  // the columns two loads cover
   // Nearest sampling copies pixels lane by lane (copy_lanes in
-  // sampling_rows.h) rather than through windows and float.
+  // sampling_per_level.h) rather than through windows and float.
   static constexpr bool kCopyLanes = true;
   // 16-byte vectors, the width of SSE2 and NEON: GCC lowers comparisons of
   // wider vectors to scalar code at the baseline target.
@@ -72,7 +56,13 @@ struct Vec {
   static D dmul(D a, D b) {
     return a * b;
   }
-  // a * b + c, rounded once (as vfmadd) where the target has FMA.
+  // a * b + c, rounded once (as vfmadd) where the target has FMA (AArch64,
+  // x86-64 v3), else a multiply then an add (baseline x86-64). There the row
+  // kernels' float32 results differ from the AVX levels' by the rounding of
+  // the weights, uint8 within 1, nearest taps only where a coordinate falls
+  // within rounding of a half; emulating the fused operation costs several
+  // times the whole kernel. The tables fuse nothing at any level (madd<false>
+  // in sampling_per_level.h), so they agree bit for bit everywhere.
   C10_ALWAYS_INLINE static D dfmadd(D a, D b, D c) {
 #ifdef __FP_FAST_FMA
     return D{__builtin_fma(a[0], b[0], c[0]), __builtin_fma(a[1], b[1], c[1])};
@@ -269,7 +259,7 @@ struct Vec {
       }
     }
   }
-  // ---- the tables (sampling_rows.h): whole groups, int32 offsets ----
+  // ---- the tables (sampling_per_level.h): whole groups, int32 offsets ----
   static I izero_unless(M m, I v) {
     return v & m;
   }
@@ -311,7 +301,7 @@ struct Vec {
   }
 };
 
-#include "cpu/sampling_rows.h"
+#include "cpu/sampling_per_level.h"
 
 }  // namespace portable
 }  // namespace cpu

@@ -81,7 +81,7 @@ def build_config() -> dict[str, str]:
     """What the loaded op library was built with (cpu_backend, cpu_default, opencv,
     cxx11_abi), whether its CUDA kernels are loaded (cuda: "yes" or "no"; cuda_off: why
     not under a CUDA torch, else ""), and the CPU loops it runs on this machine
-    (cpu_geometry: "avx512", "avx2" or "portable")."""
+    (cpu_level: "avx512", "avx2" or "portable")."""
     from . import _library
 
     config = parse_build_config(torch.ops.warp_perspective._build_config())
@@ -179,14 +179,14 @@ def _check_modes(interpolation: str, padding_mode: str) -> None:
               padding_mode, '"')  # fmt: skip
 
 
-def check_forward(
+def forward_output_shape(
     image: torch.Tensor,
     warp: torch.Tensor,
     dsize: Sequence[object] | None,
     interpolation: str,
     padding_mode: str,
 ) -> list[object]:
-    """csrc/checks.h's check_forward over symbolic sizes; returns the result's shape."""
+    """csrc/checks.h's forward_problem over symbolic sizes; returns the result's shape."""
     _check_image(image, "image")
     if image.dtype not in (torch.float32, torch.float64, torch.uint8):
         _fail("warp_perspective: image dtype must be float32, float64 or uint8, got ",
@@ -218,7 +218,7 @@ def check_backward(
     interpolation: str,
     padding_mode: str,
 ) -> None:
-    """csrc/checks.h's check_backward over symbolic sizes."""
+    """csrc/checks.h's backward_problem over symbolic sizes."""
     _check_image(grad_output, "grad_output")
     if grad_output.dtype not in (torch.float32, torch.float64):
         _fail("warp_perspective_backward: grad_output dtype must be float32 or float64, got ",
@@ -242,7 +242,7 @@ def check_backward(
 
 
 def _forward_fake(image, warp, dsize=None, interpolation="bilinear", padding_mode="zeros"):
-    return image.new_empty(check_forward(image, warp, dsize, interpolation, padding_mode))
+    return image.new_empty(forward_output_shape(image, warp, dsize, interpolation, padding_mode))
 
 
 def _backward_fake(grad_output, warp, image_size, interpolation, padding_mode):

@@ -65,7 +65,7 @@ const auto& pointwise_op() {
 
 // A call on a device type this package has no kernels for (a CUDA tensor given
 // to lltm_cpu) goes to that device type's kernel, which checks the arguments
-// and names the package to use (lltm_ops.cpp). It goes there from here too,
+// and names the package to use (lltm.cpp). It goes there from here too,
 // because the autograd kernels are the last to see a FakeTensor's device: the
 // Meta kernels below them see meta tensors.
 template <typename TypedOp, typename... Args>

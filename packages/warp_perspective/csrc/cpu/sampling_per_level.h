@@ -1,37 +1,10 @@
-// The row kernels of the built-in CPU kernel, written once over the vector
-// width: one destination row of one image, every channel, Vec::kLanes pixels
-// at a time, with the geometry of the group (coordinates in double, taps and
-// weights) kept in registers while every channel is sampled from it.
-//
-// As ATen compiles one kernel source per instruction set, this file is
-// included once per instruction set, inside that set's namespace, after its
-// Vec (the vector width and the operations on it); hence no #pragma once.
-// sampling_avx512.h (16 lanes) and sampling_avx2.h (8 lanes) include it under
-// their #pragma GCC target, sampling_portable.h (4 lanes, GCC/Clang vector
-// extensions, no intrinsics) at the baseline target, for CPUs without AVX2.
-// Every Vec computes the same thing: coordinates in double with multiply-adds,
-// the blend in float with multiply-adds, floor and round half to even, uint8
-// rounded half up and saturated. The AVX builds fuse the multiply-adds and
-// agree bit for bit; the portable one fuses them only where the target has
-// FMA, and agrees with them up to rounding elsewhere (the package tests check
-// both).
-//
-// Loads instead of gathers. Near-identity warps (rectification, augmentation)
-// read, for kLanes neighbouring destination pixels, source columns that lie
-// within a window of 2 * kLanes on at most two neighbouring rows (three rows
-// of taps). Such a group loads that window of each of those rows with two
-// unaligned vector loads and picks each pixel's taps from it with a two-table
-// permute, then selects each pixel's row with a blend. Most groups of such a
-// warp need less: when no pixel's taps reach the third row there is nothing
-// to select, and when every left tap lies in the window's first kLanes columns
-// one load and a one-table permute per tap do (the right taps from a load one
-// column further); on AVX2, whose permutes take 8 lanes, that is one vpermps
-// per tap instead of two and a blend. Every other group (near the border,
-// steep rotation, strong zoom, rows that are not contiguous) gathers its taps,
-// masked so that taps outside the image read nothing and contribute exactly 0
-// with zeros padding. Both paths blend the same weights
-// in the same order, so a pixel's value does not depend on the path its group
-// took.
+// Every sampling loop of the built-in CPU kernel, written once over Vec (the
+// vector width and its operations): the row kernels (float32, uint8; one
+// destination row, every channel, the group's geometry kept in registers),
+// the per-row tap tables (float64 and the backward) and the backward's
+// scatter. Included once per level, inside that level's namespace, after its
+// Vec (sampling_avx512.h, sampling_avx2.h, sampling_portable.h): hence no
+// #pragma once.
 
 // The per-row constants of the source coordinates: x' = m0 x + bx, y' =
 // m3 x + by, w = m6 x + bw for destination column x.
@@ -147,6 +120,19 @@ C10_ALWAYS_INLINE Vec::F blend_taps(const Bilinear& t,
   return Vec::ffmadd(t.w11, v11, v);
 }
 
+// Loads instead of gathers: for a near-identity warp (rectification,
+// augmentation) the taps of kLanes neighbouring destination pixels lie within
+// 2 * kLanes source columns on at most three rows. Such a group loads that
+// window of each row with two unaligned loads, picks each pixel's taps with a
+// two-table permute and each pixel's row with a blend; when no tap reaches the
+// third row there is nothing to select, and when every left tap lies in the
+// window's first kLanes columns one load and a one-table permute per tap do
+// (one vpermps instead of two and a blend on AVX2, whose permutes take 8
+// lanes). Other groups (near the border, steep rotation, strong zoom, rows
+// that are not contiguous) gather, masked so that taps outside the image read
+// nothing. Both paths blend the same weights in the same order, so a pixel's
+// value does not depend on the path its group took.
+//
 // Where a group reads its taps from when it can use loads: the window of
 // kWindow columns starting at column base, on rows row .. row + 1 (+ 1 for
 // bilinear's bottom taps); lower marks the pixels whose tap row is row + 1.

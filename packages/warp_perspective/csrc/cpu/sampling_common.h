@@ -1,4 +1,4 @@
-// What every level of the built-in CPU kernel shares (sampling_rows.h is
+// What every level of the built-in CPU kernel shares (sampling_per_level.h is
 // built once per level over its Vec): the row and table types, the scalar
 // gather and fix-up loops that each level inlines, and the kernels' table
 // (Kernels). Free of torch headers.
@@ -62,7 +62,7 @@ struct Geometry {
 };
 
 // One destination row of one image, every channel: what the row kernels that
-// keep the geometry in registers (sampling_rows.h) work on.
+// keep the geometry in registers (sampling_per_level.h) work on.
 template <typename scalar_t>
 struct RowJob {
   Geometry g;
@@ -74,7 +74,7 @@ struct RowJob {
 };
 
 // The row kernels prefetch the source this many rows below the window they
-// read, see bilinear_row in sampling_rows.h.
+// read, see bilinear_row in sampling_per_level.h.
 constexpr int64_t kPrefetchRows = 4;
 
 // A hint to fetch the line of src[offset] into L1; the address may lie past
@@ -89,7 +89,7 @@ C10_ALWAYS_INLINE void prefetch_ahead(const scalar_t* src, int64_t offset) {
 }
 
 // clang-format off
-// The vector operations of sampling_rows.h whose intrinsics differ only by
+// The vector operations of sampling_per_level.h whose intrinsics differ only by
 // the width's prefix P (_mm256, _mm512) and integer suffix SI (si256, si512):
 // written once, expanded in each instruction set's Vec.
 #define WARP_PERSPECTIVE_VEC_OPS(P, SI)                             \
@@ -211,7 +211,7 @@ struct RowScratch {
   std::vector<int32_t> outside;
 };
 
-// The kernels of one CPU level for one dtype and mode (sampling_rows.h's
+// The kernels of one CPU level for one dtype and mode (sampling_per_level.h's
 // kernels()), null where the dtype has none: row for the float32 and uint8
 // forward, table for the float64 forward, backward for float32 and float64.
 template <typename scalar_t>

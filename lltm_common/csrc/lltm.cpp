@@ -396,7 +396,7 @@ void define_ops(torch::Library& m) {
       {at::Tag::pt2_compliant_tag});
   // Internal: the fused pointwise half of backward (no GEMM). The autograd
   // kernel of forward calls it and then only the GEMMs whose gradients are
-  // needed (see lltm_autograd.cpp).
+  // needed (see autograd/lltm_kernel.cpp).
   m.def(
       "_backward_pointwise(Tensor grad_h, Tensor grad_cell, Tensor new_cell, "
       "Tensor input_gate, Tensor output_gate, Tensor candidate_cell, "

@@ -1,13 +1,8 @@
-// The device-independent kernels of gc_cpp, composed of ATen ops called
-// through the stable dispatcher entry point: one implementation serves CPU
-// and CUDA tensors, dense and sparse, because every product goes through the
-// dispatcher to MKL/oneDNN, cuBLAS or cuSPARSE.
-//
-// Registered as CompositeExplicitAutograd: they run below autograd (whose
-// kernel is in ops.py), and torch.compile sees them as opaque ops with the
-// fake kernels of ops.py. They do not check their arguments: ops.py has run
-// the op's checks before they are called (see gc_cpp.cpp), and a caller that
-// bypasses it gets the errors of the ATen ops they are made of.
+// gc_cpp's kernels for every device and layout (CompositeExplicitAutograd,
+// below the autograd kernel of ops.py): compositions of ATen products called
+// through the stable dispatcher, which sends them to MKL/oneDNN, cuBLAS or
+// cuSPARSE. ops.py has checked the arguments; a caller that bypasses it gets
+// the errors of the ATen ops they are made of.
 #include <utility>
 #include <vector>
 
@@ -141,7 +136,7 @@ Tensor graph_conv(Tensor adj,
   return std::get<0>(graph_conv_forward(adj, x, weight, bias));
 }
 
-// The seed's gc_backward, (adj @ x).T @ grad, in the cheaper order.
+// The gradient w.r.t. weight, (adj @ x).T @ grad, in the cheaper order.
 Tensor weight_grad(Tensor adj, Tensor x, Tensor grad) {
   if (x_weight_first(x.size(1), grad.size(1))) {
     return product(transposed(x), adj_transposed_mm(adj, grad));

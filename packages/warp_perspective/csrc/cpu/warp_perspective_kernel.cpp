@@ -1,21 +1,8 @@
 // The CPU kernels of warp_perspective's ops, all registered here: the public
-// op's, which takes the build's default backend (the built-in kernel unless
-// the build was made with WARP_PERSPECTIVE_OPENCV=1), the built-in kernel's
-// and the backward's (cpu/builtin_kernel.cpp does their sampling), and
-// _warp_perspective_opencv, which calls cv::warpPerspective on every (image,
-// channel) plane when the build has OpenCV (per call:
-// warp_perspective(..., backend="opencv")).
-//
-// Threading: the planes, cut into bands of rows, are handed out to the threads
-// of torch's intra-op pool (cpu/parallel.h),
-// so torch.set_num_threads governs this op like any other (a DataLoader worker
-// at one thread stays at one thread), and each cv::warpPerspective runs
-// serially inside its task. OpenCV would otherwise parallelise every call
-// over its own pool (TBB on Debian, pthreads in the PyPI wheels) on top of
-// torch's threads. OpenCV runs a parallel_for_ serially while another one is
-// in progress (a process-wide "nested" flag), so the whole batch runs inside
-// one single-stripe cv::parallel_for_: every OpenCV call made from our tasks
-// is nested and serial, without changing cv::setNumThreads for anyone else.
+// op (the build's default backend), the built-in kernel and the backward
+// (their sampling is in cpu/builtin_kernel.cpp), and the OpenCV backend, which
+// calls cv::warpPerspective on every (image, channel) plane when the build has
+// OpenCV.
 #include <algorithm>
 #include <functional>
 
@@ -47,6 +34,13 @@ constexpr int64_t kOpenCVMaxSide = 32000;
 // depend on torch.get_num_threads().
 constexpr int64_t kBandRows = 64;
 
+// OpenCV would parallelise every call over its own pool (TBB on Debian,
+// pthreads in the PyPI wheels) on top of torch's threads, and it runs a
+// parallel_for_ serially while another is in progress (a process-wide
+// "nested" flag). So the batch runs inside one single-stripe parallel_for_
+// (RunNested), whose body hands the bands to torch's intra-op threads: every
+// cv::warpPerspective is then serial inside its task, torch.set_num_threads
+// governs the op like any other, and cv::setNumThreads changes for nobody.
 class RunNested : public cv::ParallelLoopBody {
  public:
   explicit RunNested(const std::function<void()>& fn) : fn_(fn) {}
@@ -195,7 +189,7 @@ Tensor forward_cpu_with(const Tensor& image,
                         const std::string& interpolation,
                         const std::string& padding_mode,
                         bool use_opencv) {
-  Problem p = check_forward(image, warp, dsize, interpolation, padding_mode);
+  Problem p = forward_problem(image, warp, dsize, interpolation, padding_mode);
   SHARED_BUILD_CHECK(image.is_cpu(),
                      "warp_perspective: the CPU kernel got tensors on ",
                      device_name(image));
@@ -246,7 +240,7 @@ Tensor backward_cpu(const Tensor& grad_output,
                     std::vector<int64_t> image_size,
                     StrArg interpolation,
                     StrArg padding_mode) {
-  Problem p = check_backward(
+  Problem p = backward_problem(
       grad_output, warp, image_size, interpolation.value, padding_mode.value);
   SHARED_BUILD_CHECK(
       grad_output.is_cpu(),

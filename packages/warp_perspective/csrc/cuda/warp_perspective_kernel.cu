@@ -294,7 +294,7 @@ Tensor forward_cuda(const Tensor& image,
                     std::optional<std::vector<int64_t>> dsize,
                     StrArg interpolation,
                     StrArg padding_mode) {
-  Problem p = check_forward(
+  Problem p = forward_problem(
       image, warp, dsize, interpolation.value, padding_mode.value);
   SHARED_BUILD_CHECK(image.is_cuda(),
                      "warp_perspective: the CUDA kernel got tensors on ",
@@ -335,7 +335,7 @@ Tensor backward_cuda(const Tensor& grad_output,
                      std::vector<int64_t> image_size,
                      StrArg interpolation,
                      StrArg padding_mode) {
-  Problem p = check_backward(
+  Problem p = backward_problem(
       grad_output, warp, image_size, interpolation.value, padding_mode.value);
   SHARED_BUILD_CHECK(
       grad_output.is_cuda(),

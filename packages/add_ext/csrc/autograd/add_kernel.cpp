@@ -1,9 +1,7 @@
-// Autograd of add_ext::add, in C++ so that a call never enters Python.
-//
-// torch.library.register_autograd routes every call (with or without grad)
-// through a Python function and back into the dispatcher: 5.0 us per call
-// against 2.1 us with this C++ kernel (1000-element float32 tensors, torch 2.13
-// CPU; see the package README).
+// Autograd of add_ext::add, in C++ so that a call never enters Python:
+// torch.library.register_autograd would route every call, with or without
+// grad, through a Python function and back into the dispatcher (the package
+// README has the cost per call).
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/mul.h>
@@ -62,7 +60,7 @@ at::Tensor add_autograd(const at::Tensor& x,
   // about devices).
   check_add_inputs(x, y);
   // Function::apply builds a node, its context and edge lists on every call,
-  // even when nothing requires grad: 0.15 us of a 2 us call on 1000 floats.
+  // even when nothing requires grad.
   // Without a graph to record (or a tangent to refuse), go straight to the
   // kernel, as ATen's own autograd kernels do.
   if (!shared_build::autograd_needed(x, y)) {

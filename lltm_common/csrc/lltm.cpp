@@ -78,11 +78,11 @@ void check_dtype_and_device(const char* op,
 
 using shared_build::check_shape;
 
-LltmSizes check_forward_inputs(const at::Tensor& input,
-                               const at::Tensor& weights,
-                               const at::Tensor& bias,
-                               const at::Tensor& old_h,
-                               const at::Tensor& old_cell) {
+LltmSizes checked_forward_sizes(const at::Tensor& input,
+                                const at::Tensor& weights,
+                                const at::Tensor& bias,
+                                const at::Tensor& old_h,
+                                const at::Tensor& old_cell) {
   constexpr const char* op = LLTM_NAME ".forward";
   check_dims(op, "input", input, 2, "(batch, input_features)");
   check_dims(op,
@@ -167,15 +167,15 @@ LltmSizes check_backward_pointwise_inputs(const char* op,
   return {batch, 0, state};
 }
 
-LltmSizes check_backward_inputs(const at::Tensor& grad_h,
-                                const at::Tensor& grad_cell,
-                                const at::Tensor& new_cell,
-                                const at::Tensor& input_gate,
-                                const at::Tensor& output_gate,
-                                const at::Tensor& candidate_cell,
-                                const at::Tensor& X,
-                                const at::Tensor& gate_weights,
-                                const at::Tensor& weights) {
+LltmSizes checked_backward_sizes(const at::Tensor& grad_h,
+                                 const at::Tensor& grad_cell,
+                                 const at::Tensor& new_cell,
+                                 const at::Tensor& input_gate,
+                                 const at::Tensor& output_gate,
+                                 const at::Tensor& candidate_cell,
+                                 const at::Tensor& X,
+                                 const at::Tensor& gate_weights,
+                                 const at::Tensor& weights) {
   constexpr const char* op = LLTM_NAME ".backward";
   check_dims(op, "X", X, 2, "(batch, state_size + input_features)");
   check_dims(op,
@@ -251,7 +251,7 @@ ForwardResult forward_kernel(const Tensor& input,
                              const Tensor& old_h,
                              const Tensor& old_cell) {
   const LltmSizes sizes =
-      check_forward_inputs(input, weights, bias, old_h, old_cell);
+      checked_forward_sizes(input, weights, bias, old_h, old_cell);
   check_device_type(run, LLTM_NAME ".forward", input);
   // X is one of the results (backward needs it for d_weights), so the
   // concatenation is not a temporary: one GEMM over it beats two GEMMs over
@@ -348,15 +348,15 @@ BackwardResult backward_kernel(const Tensor& grad_h,
                                const Tensor& X,
                                const Tensor& gate_weights,
                                const Tensor& weights) {
-  const LltmSizes sizes = check_backward_inputs(grad_h,
-                                                grad_cell,
-                                                new_cell,
-                                                input_gate,
-                                                output_gate,
-                                                candidate_cell,
-                                                X,
-                                                gate_weights,
-                                                weights);
+  const LltmSizes sizes = checked_backward_sizes(grad_h,
+                                                 grad_cell,
+                                                 new_cell,
+                                                 input_gate,
+                                                 output_gate,
+                                                 candidate_cell,
+                                                 X,
+                                                 gate_weights,
+                                                 weights);
   check_device_type(run, LLTM_NAME ".backward", grad_h);
   auto [d_gates, d_bias, d_old_cell] = pointwise_impl(run,
                                                       sizes,

@@ -70,29 +70,17 @@ def test_layout(root: Path):
 
 
 # Where each dispatch key's kernels live (the README's layout section): a folder per key,
-# each file there named after its op, <op>_kernel.cpp (or .cu).
+# each kernel file there named after its op, <op>_kernel.cpp (or .cu).
 KERNEL_FOLDERS = {
     "CPU": ("cpu", ".cpp"),
     "CUDA": ("cuda", ".cu"),
     "Autograd": ("autograd", ".cpp"),
     "CompositeExplicitAutograd": ("composite", ".cpp"),
 }
-_REGISTRATION = re.compile(r"^\s*(?:STABLE_)?TORCH_LIBRARY(?:_IMPL)?\((\w+)(?:,\s*(\w+))?", re.M)
-
-
+_SCHEMAS = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT)?\(\s*\w+")
+_IMPL = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY_IMPL\(\s*\w+\s*,\s*(\w+)")
 _SCHEMA = re.compile(r'"(\w+)\((?:Tensor|int|float|bool|str|SymInt|Scalar|ScalarType|\))')
-
-
-def kernel_names(root: Path) -> set[str]:
-    """What a kernel file may be named after: each op the package's schema files define
-    (leading underscores dropped), and the common folder's stem (lltm)."""
-    names = set()
-    for csrc, schema_file in csrc_dirs(root):
-        if schema_file.is_file():
-            names |= {op.lstrip("_") for op in _SCHEMA.findall(schema_file.read_text())}
-        if csrc.parent != root:
-            names.add(schema_file.stem)
-    return names
+_LINE_COMMENT = re.compile(r"//[^\n]*")
 
 
 def csrc_dirs(root: Path) -> list[tuple[Path, Path]]:
@@ -107,34 +95,57 @@ def csrc_dirs(root: Path) -> list[tuple[Path, Path]]:
     return dirs
 
 
+def kernel_names(root: Path) -> set[str]:
+    """What a kernel file may be named after: each op the package's schema files define
+    (leading underscores dropped), and the common folder's stem (lltm)."""
+    names = set()
+    for csrc, schema_file in csrc_dirs(root):
+        if schema_file.is_file():
+            names |= {op.lstrip("_") for op in _SCHEMA.findall(schema_file.read_text())}
+        if csrc.parent != root:
+            names.add(schema_file.stem)
+    return names
+
+
 @pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)
 def test_kernels_sit_in_the_slot_of_their_dispatch_key(root: Path):
-    """TORCH_LIBRARY (the schemas) and the Meta kernels in the schema file; a CPU, CUDA,
+    """The schemas (TORCH_LIBRARY) in the schema file, with the Meta kernels and kernels
+    registered under a key spelled through a macro (lltm_common's device); a CPU, CUDA,
     Autograd or CompositeExplicitAutograd kernel in csrc/<cpu|cuda|autograd|composite>/
-    <op>_kernel.cpp|.cu (composite ones may also sit beside the schemas). A key spelled
-    through a macro (lltm_common's device) only in the schema file. <op> is an op of the
-    library (or lltm_common's stem, lltm)."""
+    <op>_kernel.cpp|.cu (composite ones may also sit beside the schemas); every
+    *_kernel file of those folders named after an op of the library (or lltm)."""
     schema_files = [schema_file for _, schema_file in csrc_dirs(root)]
     assert all(f.is_file() for f in schema_files), f"the schema files: {schema_files}"
-    misplaced = []
     ops = kernel_names(root)
+    folders = {folder for folder, _ in KERNEL_FOLDERS.values()}
+    misplaced = []
+    registrations = 0
     for csrc, schema_file in csrc_dirs(root):
         for path in sorted(csrc.rglob("*")):
             if path.suffix not in (".cpp", ".cu"):
                 continue
             relative = path.relative_to(csrc)
-            for key in (m.group(2) for m in _REGISTRATION.finditer(path.read_text())):
-                if path == schema_file and key in (None, "Meta", "CompositeExplicitAutograd"):
-                    continue
+            code = _LINE_COMMENT.sub("", path.read_text())
+            in_slot = relative.parts[:-1] and relative.parts[0] in folders
+            op = path.stem.removesuffix("_kernel")
+            if in_slot and op != path.stem and op not in ops:
+                misplaced.append(f"{relative} is named after no op of {sorted(ops)}")
+            if _SCHEMAS.search(code) and path != schema_file:
+                misplaced.append(f"{relative} defines schemas outside {schema_file.name}")
+            for key in _IMPL.findall(code):
+                registrations += 1
                 folder, suffix = KERNEL_FOLDERS.get(key, (None, None))
+                if path == schema_file and key in ("Meta", "CompositeExplicitAutograd"):
+                    continue
                 if path == schema_file and folder is None:
-                    continue  # a macro key: the file compiled for each device
+                    continue  # a macro key: the file is compiled for each device
                 if not (
                     relative.parts[:-1] == (folder,)
-                    and path.name.removesuffix(suffix or "").removesuffix("_kernel") in ops
-                    and path.name.endswith("_kernel" + (suffix or ""))
+                    and path.suffix == suffix
+                    and path.stem.endswith("_kernel")
                 ):
-                    misplaced.append(f"{relative} registers {key or 'the schemas'}")
+                    misplaced.append(f"{relative} registers {key}")
+    assert registrations, "no TORCH_LIBRARY_IMPL found: the pattern no longer matches"
     assert not misplaced, misplaced
 
 

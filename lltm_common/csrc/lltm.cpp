@@ -126,14 +126,14 @@ LltmSizes checked_forward_sizes(const at::Tensor& input,
   return {batch, features, state};
 }
 
-LltmSizes check_backward_pointwise_inputs(const char* op,
-                                          const at::Tensor& grad_h,
-                                          const at::Tensor& grad_cell,
-                                          const at::Tensor& new_cell,
-                                          const at::Tensor& input_gate,
-                                          const at::Tensor& output_gate,
-                                          const at::Tensor& candidate_cell,
-                                          const at::Tensor& gate_weights) {
+LltmSizes checked_backward_pointwise_sizes(const char* op,
+                                           const at::Tensor& grad_h,
+                                           const at::Tensor& grad_cell,
+                                           const at::Tensor& new_cell,
+                                           const at::Tensor& input_gate,
+                                           const at::Tensor& output_gate,
+                                           const at::Tensor& candidate_cell,
+                                           const at::Tensor& gate_weights) {
   constexpr const char* state_dims = "(batch, state_size)";
   check_dims(op, "grad_h", grad_h, 2, state_dims);
   check_dims(op, "grad_cell", grad_cell, 2, state_dims);
@@ -183,14 +183,14 @@ LltmSizes checked_backward_sizes(const at::Tensor& grad_h,
              weights,
              2,
              "(3 * state_size, state_size + input_features)");
-  LltmSizes sizes = check_backward_pointwise_inputs(op,
-                                                    grad_h,
-                                                    grad_cell,
-                                                    new_cell,
-                                                    input_gate,
-                                                    output_gate,
-                                                    candidate_cell,
-                                                    gate_weights);
+  LltmSizes sizes = checked_backward_pointwise_sizes(op,
+                                                     grad_h,
+                                                     grad_cell,
+                                                     new_cell,
+                                                     input_gate,
+                                                     output_gate,
+                                                     candidate_cell,
+                                                     gate_weights);
   check_dtype_and_device(
       op, {{"grad_h", &grad_h}, {"X", &X}, {"weights", &weights}});
   const c10::SymInt& batch = sizes.batch;
@@ -318,14 +318,14 @@ PointwiseResult backward_pointwise_kernel(const Tensor& grad_h,
                                           const Tensor& candidate_cell,
                                           const Tensor& gate_weights) {
   constexpr const char* op = LLTM_NAME "._backward_pointwise";
-  const LltmSizes sizes = check_backward_pointwise_inputs(op,
-                                                          grad_h,
-                                                          grad_cell,
-                                                          new_cell,
-                                                          input_gate,
-                                                          output_gate,
-                                                          candidate_cell,
-                                                          gate_weights);
+  const LltmSizes sizes = checked_backward_pointwise_sizes(op,
+                                                           grad_h,
+                                                           grad_cell,
+                                                           new_cell,
+                                                           input_gate,
+                                                           output_gate,
+                                                           candidate_cell,
+                                                           gate_weights);
   check_device_type(run, op, grad_h);
   return pointwise_impl(run,
                         sizes,

@@ -1,15 +1,6 @@
 // Autograd of the LLTM ops, in C++ so that a call never enters Python
 // (torch.library.register_autograd would route every call through a Python
 // function; the package README has the measured cost).
-//
-// forward is differentiable in all five inputs through new_h and new_cell; its
-// other five results (the saved activations the tutorial API returns) are
-// marked non-differentiable. Its backward runs the fused pointwise op and then
-// only the GEMMs whose gradients are needed: in training, input rarely needs a
-// gradient, and old_h does not at the first step.
-//
-// backward and _backward_pointwise are differentiable once: differentiating
-// their results again raises an error instead of returning a wrong zero.
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
@@ -92,6 +83,11 @@ Result to_tuple(const variable_list& out,
   return {out[I]...};
 }
 
+// forward is differentiable in all five inputs through new_h and new_cell; its
+// other five results (the saved activations the tutorial API returns) are
+// marked non-differentiable. Its backward runs the fused pointwise op and then
+// only the GEMMs whose gradients are needed: in training, input rarely needs a
+// gradient, and old_h does not at the first step.
 class LltmFunction : public torch::autograd::Function<LltmFunction> {
  public:
   static variable_list forward(AutogradContext* ctx,
@@ -200,9 +196,9 @@ class LltmFunction : public torch::autograd::Function<LltmFunction> {
               "backward) is not supported");
 }
 
-// backward and _backward_pointwise: their results are gradients, which a
-// second backward must not differentiate as if the saved activations were
-// constants.
+// backward and _backward_pointwise are differentiable once: their results are
+// gradients, which a second backward would differentiate as if the saved
+// activations were constants, so it raises instead of returning a wrong zero.
 template <auto typed, const char* const* name>
 class OnceDifferentiable
     : public torch::autograd::Function<OnceDifferentiable<typed, name>> {

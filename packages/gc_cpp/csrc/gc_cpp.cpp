@@ -1,8 +1,10 @@
 // The gc_cpp operator library: the ops' schemas and the Python module. The
 // argument checks are in src/gc_cpp/ops.py: the stable ABI has no symbolic
 // sizes, so they are written once there, for the fake kernels and for every
-// eager call before any C++ runs. The C++ checks only the index values its
-// raw loops read; the other kernels get ATen's checks from the ops they call.
+// eager call before any C++ runs. The C++ checks only what no fake kernel can,
+// the index values and structure cpu/csr_transpose_kernel.cpp reads; the other
+// kernels get ATen's checks from the ops they call, so a C++ caller that
+// bypasses ops.py gets an error for bad input, never a crash.
 #include <shared_build/python_module.h>
 #include <shared_build/stable_compat.h>
 

@@ -2,7 +2,8 @@
 // library on the stable ABI (no Python module) that Python loads with
 // torch.ops.load_library and a C++ program links. The checks every real kernel
 // runs are in checks.h; the fake kernels and autograd in
-// src/warp_perspective/ops.py.
+// src/warp_perspective/ops.py, whose fake kernels repeat the checks in the
+// same words (a test sends every bad input through both and compares).
 #include <sstream>
 #include <string>
 

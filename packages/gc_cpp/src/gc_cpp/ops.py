@@ -5,7 +5,9 @@ The kernels are C++ (csrc/) on LibTorch's stable ABI, which has neither C++ auto
 symbolic sizes: graph_conv's autograd kernel and the fake kernels are here, and so are the
 argument checks, written once. The fake kernels call them, and every eager call runs them
 once before any C++ (in the op's Autograd kernel, or its BackendSelect kernel where
-autograd is off). The C++ checks only the index values _csr_transpose's loops read.
+autograd is off). The C++ checks only what no fake kernel can, the index values and
+structure _csr_transpose's loops read; the other kernels get ATen's checks from the ops
+they call, so a C++ caller that bypasses this module gets an error, never a crash.
 """
 
 from __future__ import annotations

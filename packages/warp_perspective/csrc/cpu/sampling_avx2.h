@@ -1,6 +1,6 @@
 // The AVX2 level of the built-in CPU kernel (chosen at run time, see
-// builtin_kernel.cpp): sampling_per_level.h built 8 pixels at a time, with this
-// Vec. sampling_avx512.h builds the same source 16 pixels at a time.
+// builtin_sampling.cpp): sampling_per_level.h built 8 pixels at a time, with
+// this Vec. sampling_avx512.h builds the same source 16 pixels at a time.
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__)

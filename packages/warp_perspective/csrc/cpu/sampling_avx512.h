@@ -1,6 +1,6 @@
-// The AVX-512 build of the row kernels (sampling_per_level.h), chosen at run
-// time (see builtin_kernel.cpp), for float32 and uint8 images: 16 pixels at a
-// time, taps picked from a window of 32 columns with a two-table permute
+// The AVX-512 level of the built-in CPU kernel (chosen at run time, see
+// builtin_sampling.cpp): sampling_per_level.h built 16 pixels at a time, with
+// this Vec; taps picked from a window of 32 columns with a two-table permute
 // (vpermt2ps), row blends and tails under mask registers.
 #pragma once
 

@@ -130,8 +130,9 @@ C10_ALWAYS_INLINE Vec::F blend_taps(const Bilinear& t,
 // (one vpermps instead of two and a blend on AVX2, whose permutes take 8
 // lanes). Other groups (near the border, steep rotation, strong zoom, rows
 // that are not contiguous) gather, masked so that taps outside the image read
-// nothing. Both paths blend the same weights in the same order, so a pixel's
-// value does not depend on the path its group took.
+// nothing and contribute exactly 0 with zeros padding. Both paths blend the
+// same weights in the same order, so a pixel's value does not depend on the
+// path its group took.
 //
 // Where a group reads its taps from when it can use loads: the window of
 // kWindow columns starting at column base, on rows row .. row + 1 (+ 1 for
@@ -783,7 +784,7 @@ Kernels<scalar_t> mode_kernels() {
 }
 
 // The kernels of this level for a dtype and mode, the function that
-// builtin_kernel.cpp calls on the level it picked.
+// builtin_sampling.cpp calls on the level it picked.
 template <typename scalar_t>
 Kernels<scalar_t> kernels(bool border, bool nearest) {
   if (border) {

@@ -1,8 +1,9 @@
 // The CPU kernels of warp_perspective's ops, all registered here: the public
-// op (the build's default backend), the built-in kernel and the backward
-// (their sampling is in cpu/builtin_kernel.cpp), and the OpenCV backend, which
-// calls cv::warpPerspective on every (image, channel) plane when the build has
-// OpenCV.
+// op (the built-in kernel, or OpenCV in a WARP_PERSPECTIVE_OPENCV=1 build),
+// the built-in kernel and the backward
+// (their sampling is in cpu/builtin_sampling.cpp), and the OpenCV backend,
+// which calls cv::warpPerspective on every (image, channel) plane when the
+// build has OpenCV.
 #include <algorithm>
 #include <functional>
 

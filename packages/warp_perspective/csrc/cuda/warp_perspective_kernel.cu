@@ -1,15 +1,7 @@
 // CUDA kernels of warp_perspective: the batched forward sampling and its
-// adjoint (the backward), on the current stream.
-//
-// One thread per destination pixel computes the source coordinate once, in
-// double as OpenCV and the CPU kernels do (so nearest sampling picks the same
-// pixel on every backend), and then samples every channel. Each block inverts
-// its image's matrix once, into shared memory. The image may have any strides.
-//
-// Built into the package's second library (_C_cuda), on LibTorch's stable
-// ABI like the first: the current stream comes from the C shim, the device
-// guard from torch/csrc/stable/accelerator.h. The package loads this library
-// only under a CUDA build of torch.
+// adjoint (the backward), on the current stream. Built into the package's
+// second library (_C_cuda), on the stable ABI like the first, which the
+// package loads only under a CUDA build of torch.
 #include <cuda_runtime.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/accelerator.h>
@@ -142,6 +134,10 @@ __device__ __forceinline__ scalar_t to_scalar(acc_t v) {
   }
 }
 
+// One thread per destination pixel computes the source coordinate once, in
+// double as OpenCV and the CPU kernels do (so nearest sampling picks the same
+// pixel on every backend), and then samples every channel. Each block inverts
+// its image's matrix once, into shared memory. The image may have any strides.
 template <typename scalar_t, bool kNearest, bool kBorder>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     forward_kernel(const scalar_t* __restrict__ src,

@@ -1,12 +1,8 @@
-// The Python module, with a direct entry to the op for eager calls.
-//
-// Calling torch.ops.add_ext.add from Python goes through the boxed path
-// (arguments converted to IValues by schema, boxed dispatch), which costs more
-// per call than torch.add on small tensors (the package README has the
-// figures). This entry calls the same dispatcher op unboxed from C++.
-// Everything the fast path does not handle (tensor subclasses and
-// __torch_function__ modes, arguments of the wrong type) goes to the torch.ops
-// overload, so behaviour and error messages are the op's own; under
+// The Python module, with a direct entry to add_ext::add for eager calls: it
+// calls the op unboxed from C++, cheaper per call than torch.ops' boxed path
+// (the package README has the figures). What it does not handle (tensor
+// subclasses, __torch_function__ modes, wrong argument types) goes to the
+// torch.ops overload, so behaviour and errors are the op's own; under
 // torch.compile, ops.py substitutes the overload for this function.
 #include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/core/Tensor.h>

@@ -1,16 +1,7 @@
-// exp, expm1 and tanh written as straight-line arithmetic, so that GCC
-// vectorizes the loops that call them (8 or 16 floats per instruction in the
-// AVX2 and AVX-512 clones of SHARED_BUILD_CPU_CLONES); sigmoid and elu are
-// built on them in lltm_common/csrc/lltm_pointwise.h.
-// std::exp and std::tanh are library calls that stop vectorization, and
-// at::vec::Vectorized has only its generic (scalar) path in an extension.
-//
-// Accuracy, measured against long double over 2e6 random arguments in
-// [-100, 100] and in [-5, 5]: exp within 1 ulp, expm1 within 2 ulp, sigmoid
-// (1 / (1 + exp(-x))) and tanh within 2.5 ulp, for float and for double. NaN
-// propagates. Limits, by design: exp saturates at exp(88) (float) / exp(709)
-// (double) and expm1 is meant for x <= 0; the LLTM cell needs no more (sigmoid
-// of a large argument is 1 or a denormal either way).
+// exp, expm1 and tanh as straight-line arithmetic that GCC vectorizes in the
+// AVX2 and AVX-512 clones of SHARED_BUILD_CPU_CLONES (std::exp and std::tanh
+// are library calls that stop it; at::vec::Vectorized has only its scalar
+// path in an extension); lltm_pointwise.h builds sigmoid and elu on them.
 #pragma once
 
 #include <c10/macros/Macros.h>
@@ -18,6 +9,12 @@
 #include <cstdint>
 #include <cstring>
 
+// Accuracy, measured against long double over 2e6 random arguments in
+// [-100, 100] and in [-5, 5]: exp within 1 ulp, expm1 within 2 ulp, sigmoid
+// (1 / (1 + exp(-x))) and tanh within 2.5 ulp, for float and for double. NaN
+// propagates. Limits, by design: exp saturates at exp(88) (float) / exp(709)
+// (double) and expm1 is meant for x <= 0; the LLTM cell needs no more (sigmoid
+// of a large argument is 1 or a denormal either way).
 namespace lltm_cpu {
 namespace vec_math {
 

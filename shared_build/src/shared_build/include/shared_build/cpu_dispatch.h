@@ -1,13 +1,9 @@
-// Runtime CPU dispatch for hand-written CPU loops.
-//
-// An extension's translation units are compiled for the baseline x86-64 ISA
-// (SSE2), and ATen's at::vec::Vectorized only uses AVX2/AVX-512 inside ATen's
-// own per-capability builds; in an extension it falls back to its generic path.
-// Marking a leaf loop with SHARED_BUILD_CPU_CLONES makes GCC compile it three
-// times (AVX-512, AVX2+FMA, baseline) and pick the best one for the running CPU
-// when the library loads, so the wheel runs on any x86-64 CPU and is fast on
-// current ones. Keep the marked function a leaf: what it calls is only
-// specialised if inlined into it (mark helpers C10_ALWAYS_INLINE).
+// Runtime CPU dispatch for hand-written loops: an extension is compiled for
+// baseline x86-64, and at::vec::Vectorized has only its generic path outside
+// ATen. SHARED_BUILD_CPU_CLONES makes GCC compile a loop for AVX-512, AVX2+FMA
+// and baseline and pick one when the library loads. Keep the marked function
+// a leaf: what it calls is specialised only if inlined into it (mark helpers
+// C10_ALWAYS_INLINE).
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \

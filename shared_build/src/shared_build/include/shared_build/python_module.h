@@ -1,13 +1,8 @@
 // The Python module init of a package's extension, named by
-// TORCH_EXTENSION_NAME.
-//
-// torch's BuildExtension defines TORCH_EXTENSION_NAME as the last component of
-// the extension's name ("add_ext._C" -> _C), so the init function always
-// matches the module Python imports; a hard-coded PyInit__C would silently
-// break the day the module is renamed. The module is empty: importing it loads
-// the shared library, whose static TORCH_LIBRARY blocks register the ops with
-// the dispatcher. It uses only the stable (limited) Python API, so one wheel
-// serves every CPython version from 3.10 on.
+// TORCH_EXTENSION_NAME (the extension name's last component, "add_ext._C" ->
+// _C), so it always matches the module Python imports. The module is empty:
+// importing it loads the library, whose TORCH_LIBRARY blocks register the ops;
+// it uses only the limited Python API, so one wheel serves CPython >= 3.10.
 #pragma once
 
 #include <Python.h>

@@ -1,12 +1,8 @@
-// A `str` argument of a stable-ABI kernel, read without leaking.
-//
-// torch 2.13's stable headers convert a `str` argument of a TORCH_BOX kernel
-// with `return *new std::string(...)`: one heap copy leaks per call (48 bytes
-// for "bilinear"; a kernel called a million times leaks 48 MB). torch 2.14's
-// headers fix it, but a stable-ABI wheel targets 2.13 and is built with its
-// headers, which are compiled into the library. A kernel takes its `str`
-// arguments as shared_build::StrArg instead of std::string; the conversion
-// below frees torch's string handle and keeps nothing else.
+// A `str` argument of a stable-ABI kernel, read without leaking: torch 2.13's
+// stable headers convert it with `return *new std::string(...)`, one heap copy
+// leaked per call, and a stable-ABI wheel is built with 2.13's headers (2.14
+// fixed them). A kernel takes its `str` arguments as shared_build::StrArg,
+// whose conversion frees torch's string handle and keeps nothing else.
 #pragma once
 
 #include <torch/csrc/stable/stableivalue_conversions.h>

@@ -1063,6 +1063,33 @@ def test_singular_or_non_finite_warp_gives_zeros_on_cuda_without_a_sync(
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("interpolation", "padding_mode"), MODES, ids=MODE_IDS)
+def test_cuda_bad_matrix_writes_zeros_in_every_loop(dtype, interpolation, padding_mode):
+    """Every forward loop (dtype x mode) writes a bad matrix's image as zeros, from no taps
+    (its inverse is never written), over memory the caching allocator most likely hands
+    back full of 0xff bytes (NaN, 255); the batch's other images equal the CPU kernel's."""
+    g = torch.Generator().manual_seed(44)
+    image = random_image((3, 2, 20, 24), dtype, g, "cuda")
+    bad = torch.tensor([[1.0, 2, 3], [2, 4, 6], [0, 0, 1]], dtype=torch.float64)
+    mats = torch.stack([random_homography(g), bad, random_homography(g)])
+    mats = mats.to("cuda", warp_dtype(dtype))
+    dsize = [18, 26]
+    # A block of the output's size, filled and freed: the output is the next allocation.
+    nbytes = 3 * 2 * 18 * 26 * image.element_size()
+    stale = torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda")
+    del stale
+    out = warp(image, mats, dsize, interpolation, padding_mode).cpu()
+    assert (out[1] == 0).all()
+    good = [0, 2]
+    cpu = torch.ops.warp_perspective._warp_perspective_builtin(
+        image[good].cpu(), mats[good].cpu(), dsize, interpolation, padding_mode
+    )
+    tol = {"atol": 1, "rtol": 0} if dtype == torch.uint8 else {"atol": 2e-6, "rtol": 0}
+    assert_close(out[good], cpu, **tol)
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.uint8])
 @pytest.mark.parametrize("batched", [False, True])
 def test_cuda_forward_and_backward_never_synchronise(dtype, batched):

@@ -154,19 +154,24 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
   const int64_t y_step = static_cast<int64_t>(gridDim.y) * kBlockY;
   for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
     load_inverse(warp, s, b, inv, &ok);
+    const int64_t o_step = s.dst_h * s.dst_w;
     for (int64_t y = y0; x < s.dst_w && y < s.dst_h; y += y_step) {
+      scalar_t* o = out + ((b * s.channels) * s.dst_h + y) * s.dst_w + x;
+      if (!ok) {
+        // A bad matrix left inv unwritten: no taps from it, zeros.
+        for (int64_t c = 0; c < s.channels; ++c, o += o_step) {
+          *o = scalar_t(0);
+        }
+        continue;
+      }
       const Taps<acc_t, kNearest, kBorder> t(inv, x, y, s);
       const scalar_t* plane = src + b * s.s_b;
-      scalar_t* o = out + ((b * s.channels) * s.dst_h + y) * s.dst_w + x;
-      const int64_t o_step = s.dst_h * s.dst_w;
       for (int64_t c = 0; c < s.channels; ++c) {
         acc_t v = 0;
-        if (ok) {
 #pragma unroll
-          for (int k = 0; k < (kNearest ? 1 : 4); ++k) {
-            if (t.in[k]) {
-              v += t.w[k] * static_cast<acc_t>(plane[t.off[k]]);
-            }
+        for (int k = 0; k < (kNearest ? 1 : 4); ++k) {
+          if (t.in[k]) {
+            v += t.w[k] * static_cast<acc_t>(plane[t.off[k]]);
           }
         }
         *o = to_scalar<scalar_t, acc_t>(v);

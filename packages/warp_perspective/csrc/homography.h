@@ -1,7 +1,10 @@
 // The sampling geometry of warp_perspective, shared by the CPU and CUDA
 // kernels (host and device code): inverting the 3x3 matrix and mapping a
 // destination pixel to its source coordinate exactly as cv2.warpPerspective
-// does (pixel centres at integer coordinates, double precision).
+// does (pixel centres at integer coordinates, double precision). Every product
+// and sum here rounds on its own on every backend (pyproject.toml: the CPU
+// build has -ffp-contract=off, the CUDA one --fmad=false), so that nearest
+// sampling picks the same pixel at a tie and the singular test decides alike.
 #pragma once
 
 #include <torch/headeronly/macros/Macros.h>

@@ -21,6 +21,7 @@ coordinate in double and rounds half to even everywhere, so it must agree exactl
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import shutil
 import subprocess
@@ -37,7 +38,7 @@ from warp_perspective import warp_perspective as warp
 
 # The reference, written from the math, is beside this file (the property tests use it too).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from warp_reference import reference
+from warp_reference import reference, reference_and_ties
 
 cv2 = pytest.importorskip("cv2")
 
@@ -1145,6 +1146,95 @@ def test_cuda_matches_builtin_cpu(dtype, interpolation, padding_mode):
     cuda = warp(image.cuda(), mats.cuda(), [64, 100], interpolation, padding_mode)
     tol = {"atol": 1, "rtol": 0} if dtype == torch.uint8 else {"atol": 2e-6, "rtol": 0}
     assert_close(cuda.cpu(), cpu, **tol)
+
+
+def tie_matrices() -> torch.Tensor:
+    """Homographies that put whole destination rows exactly on half pixels when every
+    product and sum is rounded on its own, as the CPU build (-ffp-contract=off) and the CUDA
+    build (--fmad=false) compute; with a product fused into the next add (an FMA, nvcc's
+    default) those coordinates land an ulp or a few off the tie and round the other way (a
+    half or all of each such row, by an emulation of nvcc 13.0's sm_90 code)."""
+    mats = []
+    for slope, row in [(13.37, 6), (21.1, 7), (11.3, 5), (0.7, 5), (29.7, 6), (17.9, 9)]:
+        # A shear: its inverse maps (x, y) to (x - slope * y - shift, y), and on row `row`
+        # the rounded product minus the shift is exactly 0.5; fused, the product's rounding
+        # error (up to 7e-15) stays.
+        shift = -slope * row - 0.5
+        assert -slope * row - shift == 0.5
+        mats.append([[1.0, slope, shift], [0, 1, 0], [0, 0, 1]])
+    for row in (17, 25, 29, 31):
+        # A projective term: the inverse's w = -(126 / row) * y + 128 is exactly 2 on row
+        # `row` (the product rounded to -126), so every pixel there samples (x / 2, row / 2).
+        assert -(126 / row) * row + 128 == 2.0
+        mats.append([[1.0, 0, 0], [0, 1, 0], [0, 126 / row / 128, 1 / 128]])
+    mats.append([[2.0, 0, 0], [0, 2, 0], [0, 0, 1]])  # a zoom: exact products, ties everywhere
+    return torch.tensor(mats, dtype=torch.float64)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+def test_cuda_nearest_picks_the_cpu_pixel_at_exact_ties(padding_mode):
+    """Nearest sampling at exact ties is bit-identical on CUDA and on the CPU kernel
+    (float64: its coordinate tables round every operation, as CUDA does), forward and
+    backward (integer gradients: their sums are exact in any order)."""
+    mats = tie_matrices()
+    b, size = len(mats), [32, 32]
+    _, ties = reference_and_ties(torch.zeros(b, 1, *size), mats, size, "nearest", padding_mode)
+    assert (ties.flatten(1).sum(1) >= 32).all(), "each matrix puts a whole row on ties"
+    image = torch.arange(1, b * 32 * 32 + 1, dtype=torch.float64).reshape(b, 1, *size)
+    builtin = torch.ops.warp_perspective._warp_perspective_builtin
+    cpu = builtin(image, mats, size, "nearest", padding_mode)
+    cuda = warp(image.cuda(), mats.cuda(), size, "nearest", padding_mode).cpu()
+    differ = (cuda != cpu).flatten(1).sum(1)
+    assert torch.equal(cuda, cpu), f"pixels that differ, per matrix: {differ.tolist()}"
+    grad = torch.randint(-8, 9, image.shape, generator=torch.Generator().manual_seed(7))
+    grad = grad.double()
+    backward = torch.ops.warp_perspective.warp_perspective_backward
+    args = (list(image.shape), "nearest", padding_mode)
+    cpu_grad = backward(grad, mats, *args)
+    assert torch.equal(backward(grad.cuda(), mats.cuda(), *args).cpu(), cpu_grad)
+
+
+# (a, b, c, d): rows (a, b, 0) and (c, d, 0) whose |det| / (|row0| |row1|) is 1e-12, the
+# singular threshold, at d: with every product rounded (the CPU) d - 1 ulp is singular and
+# d + 1 ulp is not, and d is decided one way there and the other with nvcc's fused
+# multiply-adds (by an emulation of nvcc 13.0's sm_90 code).
+THRESHOLD_ROWS = [
+    (1.935, 0.533, 1.042, 0.287021188631612),
+    (2.679, 1.024, 1.039, 0.39713923105755516),
+    (2.904, 1.848, 2.195, 1.3968181818212657),
+    (1.289, 1.703, 2.262, 2.9885073700605163),
+]
+
+
+@pytest.mark.cuda
+def test_cuda_decides_singular_as_the_cpu_at_the_threshold():
+    """A matrix right at the singular threshold is singular on CUDA (zeros) exactly when the
+    CPU kernel raises, and otherwise gives the CPU's result (nearest: bit for bit)."""
+    mats = [
+        [[a, b, 0.0], [c, dd, 0.0], [0.0, 0.0, 1.0]]
+        for a, b, c, d in THRESHOLD_ROWS
+        for dd in (math.nextafter(d, -math.inf), d, math.nextafter(d, math.inf))
+    ]
+    mats = torch.tensor(mats, dtype=torch.float64)
+    # Positive pixels and border padding: an invertible matrix never gives a zero.
+    image = torch.arange(1, 17, dtype=torch.float64).reshape(1, 1, 4, 4).repeat(len(mats), 1, 1, 1)
+    cuda = warp(image.cuda(), mats.cuda(), None, "nearest", "border").cpu()
+    builtin = torch.ops.warp_perspective._warp_perspective_builtin
+    decisions = []
+    for i in range(len(mats)):
+        try:
+            cpu = builtin(image[i], mats[i], None, "nearest", "border")
+        except RuntimeError as error:
+            assert "is singular" in str(error)
+            decisions.append("singular")
+            assert (cuda[i] == 0).all(), f"matrix {i}: singular on the CPU, not on CUDA"
+        else:
+            decisions.append("invertible")
+            assert torch.equal(cuda[i], cpu), f"matrix {i}: invertible on the CPU, not on CUDA"
+    # Each triple straddles the threshold on the CPU: d - 1 ulp singular, d + 1 ulp not.
+    assert decisions[0::3] == ["singular"] * len(THRESHOLD_ROWS), decisions
+    assert decisions[2::3] == ["invertible"] * len(THRESHOLD_ROWS), decisions
 
 
 @pytest.mark.cuda

@@ -2,10 +2,10 @@
 
     python benchmarks/report.py --output-dir benchmarks/results raw/torch-2.13.0.json raw/torch-2.14.1.json
 
-Writes report.md (also printed), results.json (every raw figure, by torch version) and one
-PNG per op under plots/: time against size, one line per implementation, one panel per
-torch version. Columns put the torch versions side by side, so that a regression of an op
-or of a peer between torch releases shows in one row.
+Writes report.md (also printed), results.json (every raw figure, by torch version) and, where
+matplotlib is installed, one PNG per op under plots/: time against size, one line per
+implementation, one panel per torch version. Columns put the torch versions side by side,
+so that a regression of an op or of a peer between torch releases shows in one row.
 """
 
 from __future__ import annotations
@@ -455,10 +455,13 @@ def case_family(case: str) -> str:
     return " ".join(case.split()[1:])
 
 
-def plot(runs: dict[str, dict], out_dir: Path) -> list[Path]:
+def plot(runs: dict[str, dict], out_dir: Path) -> list[Path] | None:
     """One PNG per (package, op, device, dtype): time against size, a panel per torch version,
-    one line per implementation and case family."""
-    import matplotlib
+    one line per implementation and case family. None where matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -543,7 +546,10 @@ def main() -> int:
     )
     print(text)
     if not args.no_plots:
-        for path in plot(runs, args.output_dir / "plots"):
+        written = plot(runs, args.output_dir / "plots")
+        if written is None:
+            print("plots: skipped, matplotlib is not installed (pip install matplotlib)")
+        for path in written or []:
             print(f"plot: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     print(f"report: {args.output_dir / 'report.md'}")
     return 0

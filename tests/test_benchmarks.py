@@ -1,7 +1,9 @@
-"""The benchmark report: versions side by side, regressions flagged, goals judged, files written.
+"""The benchmark report: versions side by side, regressions flagged, goals judged, files written;
+and benchmarks/run.py's headline (the CUDA rows a GPU check times) and rows file.
 
 report.py runs on two synthetic raw files (what benchmarks/run.py writes per torch version),
-so every figure below is known in advance.
+so every figure below is known in advance. The headline is checked by plans (the rows a run
+would time, listed without a GPU), the rows file by a run killed midway.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -331,3 +335,192 @@ def test_gpu_logs_are_listed_with_their_machine(tmp_path):
         "gpu_check bench, one NVIDIA H200."
     ) in text
     assert report.gpu_section(tmp_path / "absent") == []
+
+
+# The headline: the CUDA rows of issue 44 (goal 6) that benchmarks/run.py --headline times.
+
+from benchmarks import rows, run  # noqa: E402
+from benchmarks.harness import Context  # noqa: E402
+
+TUTORIAL, LARGE = "B=16 in=32 state=128", "B=64 in=256 state=1024"
+HEADLINE = {
+    "add_ext": [("add", "n=1e+07", "cuda"), ("add", "n=1e+08", "cuda")],
+    "gc_cpp": [
+        ("graph_conv dense", "N=1024 512->64", "cuda"),
+        ("graph_conv sparse 1%", "N=1024 512->64", "cuda"),
+        ("graph_conv dense", "N=4096 512->64", "cuda"),
+        ("graph_conv sparse 1%", "N=4096 512->64", "cuda"),
+    ],
+    "lltm_cpu": [],
+    "lltm_cuda": [
+        ("lltm forward+backward", TUTORIAL, "cuda"),
+        ("lltm forward+backward", LARGE, "cuda"),
+    ],
+    "warp_perspective": [
+        ("warp_perspective bilinear", "B=8 C=3 256x256", "cuda"),
+        ("warp_perspective bilinear", "B=8 C=3 1080p", "cuda"),
+    ],
+}
+# (package, op, case, ours, peer, min_speedup, tie) of issue 44's goal 6.
+ISSUE_GOALS = [
+    ("lltm_cuda", "lltm forward+backward", TUTORIAL, "lltm_cuda", "eager", 2.0, False),
+    ("lltm_cuda", "lltm forward+backward", LARGE, "lltm_cuda", "eager", 1.0, False),
+    ("lltm_cuda", "lltm forward+backward", LARGE, "lltm_cuda", "torch.compile", 1.0, False),
+    ("add_ext", "add", "n=1e+07", "add_ext", "device copy", 0.9, False),
+    ("add_ext", "add", "n=1e+08", "add_ext", "device copy", 0.9, False),
+    ("warp_perspective", "warp_perspective bilinear", None, "warp_perspective", "grid_sample",
+     2.0, False),
+    ("gc_cpp", "graph_conv dense", "N=1024 512->64", "gc_cpp", "eager addmm", 0.97, True),
+    ("gc_cpp", "graph_conv dense", "N=4096 512->64", "gc_cpp", "eager addmm", 0.97, True),
+    ("gc_cpp", "graph_conv sparse 1%", None, "gc_cpp CSR", "torch.sparse.mm CSR", 0.97, True),
+]  # fmt: skip
+
+
+def bench_module(package: str):
+    """packages/<package>/bench/bench_<package>.py, loaded as benchmarks/run.py loads it. Its
+    package must import, except lltm_cuda's, which imports lltm_cuda only to time a row."""
+    if package != "lltm_cuda":
+        pytest.importorskip(package, reason=f"{package} is not installed in this environment")
+    return run.load(ROOT / "packages" / package / "bench" / f"bench_{package}.py")
+
+
+@pytest.mark.parametrize("package", sorted(HEADLINE))
+def test_the_headline_plans_the_issues_cuda_rows_without_a_gpu(package):
+    module = bench_module(package)
+    assert run.headline_rows(module) == HEADLINE[package]
+    # A plan on CUDA, whether or not a GPU is here: the benchmark asks for each row before
+    # it allocates anything, so nothing touches a device.
+    ctx = Context(plan=True, devices=["cuda"], only=run.headline_rows(module))
+    module.run(ctx)
+    assert ctx.planned == HEADLINE[package]
+    assert ctx.measurements == []
+    # The full plan holds the headline: its rows are rows of the full benchmark.
+    full = Context(plan=True, devices=["cpu", "cuda"])
+    module.run(full)
+    assert set(HEADLINE[package]) <= set(full.planned)
+    assert {device for _, _, device in full.planned} <= {"cpu", "cuda"}
+
+
+@pytest.mark.parametrize("package", sorted(HEADLINE))
+def test_every_headline_row_is_judged_by_a_cuda_goal(package):
+    goals = [g for g in bench_module(package).GOALS if g.device == "cuda"]
+    for op, case, _ in HEADLINE[package]:
+        assert any(g.op == op and g.case in (None, case) for g in goals), (op, case)
+    for goal in ISSUE_GOALS:
+        if goal[0] == package:
+            found = [(g.op, g.case, g.ours, g.peer, round(g.min_speedup, 3), g.tie) for g in goals]
+            assert goal[1:] in found
+
+
+def test_the_headline_run_lists_its_rows_with_plan(monkeypatch, capsys):
+    pytest.importorskip("add_ext", reason="add_ext is not installed in this environment")
+    argv = ["run.py", "--headline", "--plan", "--only", "add_ext", "--only", "lltm_cuda"]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert run.main() == 0
+    out = capsys.readouterr().out
+    planned = [line.split()[1:] for line in out.splitlines() if "  plan: " in line]
+    assert planned == [
+        ["add", "n=1e+07", "cuda"],
+        ["add", "n=1e+08", "cuda"],
+        ["lltm", "forward+backward", *TUTORIAL.split(), "cuda"],
+        ["lltm", "forward+backward", *LARGE.split(), "cuda"],
+    ]
+    assert "plan: 4 rows" in out
+
+
+def test_a_selection_times_only_its_rows():
+    calls = []
+    ctx = Context(quick=True, min_run_time=1e-4, only=[("op", "wanted", "cpu")])
+    assert ctx.wants("op", "wanted", "cpu")
+    assert not ctx.wants("op", "other", "cpu")
+    assert not ctx.wants("op", "wanted", "cuda")
+    for case in ("wanted", "other"):  # a benchmark that did not ask first
+        ctx.compare(op="op", case=case, size=1, device="cpu", dtype="float32",
+                    impls={"ours": lambda c=case: calls.append(c)}, ours="ours")  # fmt: skip
+    assert set(calls) == {"wanted"}
+    assert [m.case for m in ctx.measurements] == ["wanted"]
+
+
+def test_the_grid_sample_peer_computes_what_warp_perspective_does():
+    """The CUDA goal's peer (bench_warp_perspective.grid_sample_warp) against the op on the
+    CPU: the same pixels, so the speedup compares like with like."""
+    warp_perspective = pytest.importorskip(
+        "warp_perspective", reason="warp_perspective is not installed in this environment"
+    )
+    bench = bench_module("warp_perspective")
+    g = torch.Generator().manual_seed(44)
+    for trial in range(4):
+        m = torch.eye(3, dtype=torch.float64).repeat(2, 1, 1)
+        m[:, :2, :2] += 0.1 * torch.randn(2, 2, 2, generator=g, dtype=torch.float64)
+        m[:, :2, 2] = 4 * torch.randn(2, 2, generator=g, dtype=torch.float64)
+        m[:, 2, :2] = 2e-3 * torch.randn(2, 2, generator=g, dtype=torch.float64)
+        image = torch.rand(2, 3, 24, 40, generator=g, dtype=torch.float64)
+        dsize = (20, 36) if trial % 2 else (24, 40)
+        for dtype, tolerance in ((torch.float64, 1e-10), (torch.float32, 1e-4)):
+            x, mats = image.to(dtype), m.to(dtype)
+            ours = warp_perspective.warp_perspective(x, mats, list(dsize))
+            peer = bench.grid_sample_warp(x, mats, dsize)
+            torch.testing.assert_close(peer, ours, atol=tolerance, rtol=0)
+            # Some pixels map outside the source: the zeros padding is compared too.
+            assert (ours == 0).any() and (ours != 0).float().mean() > 0.5
+
+
+# The rows file: every row on disk the moment it is measured.
+
+
+def test_a_context_writes_each_row_as_it_is_recorded(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    sink = rows.RowsFile(path)
+    sink.write("run", torch="9.9.9", cuda=None, machine=MACHINE, packages=["toy"])
+    sink.write("package", package="toy", goals=[GOALS[0]], headline=None)
+    ctx = Context(
+        quick=True,
+        min_run_time=1e-4,
+        on_record=lambda m: sink.write("measurement", package="toy", **m.to_json()),
+        on_note=lambda text: sink.write("note", package="toy", text=text),
+    )
+    ctx.compare(op="axpy", case="n=10", size=10, device="cpu", dtype="float32",
+                impls={"toy": lambda: None, "eager": lambda: None}, ours="toy")  # fmt: skip
+    ctx.note("a note")
+    # Read back while the file is still open and the run unfinished, as after a kill.
+    (data,) = rows.read(path)
+    assert [(m["package"], m["impl"], m["ours"]) for m in data["measurements"]] == [
+        ("toy", "toy", True),
+        ("toy", "eager", False),
+    ]
+    assert data["notes"] == ["toy: a note"]
+    assert data["goals"] == [{"package": "toy", **GOALS[0]}]
+    assert not data["complete"]
+    # A line cut mid-write (the process killed inside write) is dropped, not an error.
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"kind": "measurement", "package": "toy", "op": "ax')
+    assert len(rows.read(path)[0]["measurements"]) == 2
+    sink.close()
+
+
+def test_a_killed_run_keeps_every_row_it_measured(tmp_path):
+    pytest.importorskip("add_ext", reason="add_ext is not installed in this environment")
+    path = tmp_path / "rows.jsonl"
+    # add_ext on the CPU, 12 rows of at least 0.2 s each: killed after its first case.
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--only", "add_ext",
+         "--device", "cpu", "--no-build-times", "--min-run-time", "0.2", "--rows", str(path),
+         "--output", str(tmp_path / "never.json")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if path.exists() and path.read_text().count('"kind": "measurement"') >= 3:
+                break
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    (data,) = rows.read(path)
+    assert not data["complete"], "the run ended before it was killed"
+    assert not (tmp_path / "never.json").exists()
+    cases = [(m["case"], m["impl"]) for m in data["measurements"]]
+    assert 3 <= len(cases) < 12
+    assert cases[:3] == [("n=1e+03", i) for i in ("add_ext", "torch.add", "eager alpha*x+y")]
+    assert data["machine"]["cpu"] and data["packages"] == ["add_ext"]

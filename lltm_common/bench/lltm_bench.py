@@ -27,6 +27,7 @@ the products after their producers' kernels; the cache argument is the CPU's.)
 
 from __future__ import annotations
 
+import importlib
 import math
 from types import ModuleType
 
@@ -105,14 +106,24 @@ class EagerLLTM(nn.Module):
         return new_h, new_cell
 
 
-def run(ctx: Context, package: ModuleType, device: str) -> None:
+OPS = ("lltm forward", "lltm forward+backward", "lltm ops forward+backward")
+
+
+def run(ctx: Context, package: ModuleType | str, device: str) -> None:
     """Time the package's LLTM, eager, torch.compile and the GEMM floor at both shapes; the
-    direct step also against the GEMM floor on fresh inputs (FRESH_FLOOR)."""
-    name = package.__name__
+    direct step also against the GEMM floor on fresh inputs (FRESH_FLOOR). package: the
+    module, or its name, imported only when a row is timed (a plan lists the rows of a
+    package not built here)."""
+    name = package if isinstance(package, str) else package.__name__
     if device not in ctx.devices:  # e.g. lltm_cpu under run.py --device cuda
         return
     for shape in (TUTORIAL, LARGE):
         batch, features, state = shape
+        ops = [op for op in OPS if ctx.wants(op, case_name(shape), device)]
+        if not ops:
+            continue
+        if isinstance(package, str):
+            package = importlib.import_module(package)
         torch.manual_seed(0)
         ours = package.LLTM(features, state, device=device)
         eager = EagerLLTM(features, state).to(device)
@@ -187,11 +198,9 @@ def run(ctx: Context, package: ModuleType, device: str) -> None:
             torch.mm(fresh_d_gates, weights[:, :state])
 
         ops_impls = {name: ops_step, "GEMM floor": gemms, FRESH_FLOOR: gemms_on_fresh_inputs}
-        for op, impls in (
-            ("lltm forward", forward_impls),
-            ("lltm forward+backward", step_impls),
-            ("lltm ops forward+backward", ops_impls),
-        ):
+        for op, impls in zip(OPS, (forward_impls, step_impls, ops_impls), strict=True):
+            if op not in ops:
+                continue
             ctx.compare(
                 op=op,
                 case=case_name(shape),

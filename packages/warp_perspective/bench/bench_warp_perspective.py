@@ -18,7 +18,10 @@ parallel, which the op does with several threads). It reads and writes what a wa
 computes nothing: a warp that reads all of its input and writes a new output with ordinary
 stores does not beat it.
 
-On a GPU also CUDA against kornia on CUDA.
+On a GPU also CUDA against a plain-PyTorch warp, "grid_sample" (grid_sample_warp below: the
+destination pixels mapped through the inverse homography, then
+torch.nn.functional.grid_sample; the same pixels as ours, tests/test_benchmarks.py checks
+it), and kornia on CUDA where installed.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import sys
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 import warp_perspective
 from benchmarks.harness import Context, Goal
@@ -43,6 +47,7 @@ BUILTIN = "warp_perspective (built-in kernel)"
 OPENCV = "warp_perspective (OpenCV backend)"
 CV2_LOOP = "cv2 loop"
 CV2_FROM_NCHW = "cv2 loop (from NCHW tensors)"
+GRID_SAMPLE = "grid_sample"
 COPY_FLOOR = "copy into a fresh output (floor)"
 _DEFAULT_NOTE = "the default CPU backend, whichever library is installed"
 # One thread each: the per-core ratio against cv2, which measured stable across VMs where
@@ -52,6 +57,8 @@ OP_ONE_THREAD = OP + ONE_THREAD
 GOALS = [
     Goal(op=OP_ONE_THREAD, ours=OURS, peer=CV2_LOOP, min_speedup=2.0, device="cpu",
          note="issue 32: one thread each (torch.set_num_threads(1), cv2.setNumThreads(1))"),
+    Goal(op=OP, ours=OURS, peer=GRID_SAMPLE, min_speedup=2.0, device="cuda",
+         note="issue 44: >= 2x a plain-PyTorch grid_sample warp"),
     Goal(op=OP, ours=OURS, peer="kornia", min_speedup=5, device="cuda"),
 ]  # fmt: skip
 # The one-thread cases: (op, interpolation, dtype); the bilinear float32 one has the goal,
@@ -64,6 +71,40 @@ ONE_THREAD_CASES = (
 BATCH = 8
 CHANNELS = 3
 SIZES = {"256x256": (256, 256), "1080p": (1080, 1920)}
+
+
+def _case(size: str) -> str:
+    return f"B={BATCH} C={CHANNELS} {size}"
+
+
+# The rows of benchmarks/run.py --headline, on CUDA (issue 44, goal 6).
+HEADLINE = [(OP, _case(size)) for size in SIZES]
+
+
+def grid_sample_warp(image: torch.Tensor, mats: torch.Tensor, dsize: tuple[int, int]):
+    """warp_perspective(image, mats, dsize) (bilinear, zeros) in plain PyTorch, as a user
+    without this package writes it: each destination pixel (x, y) mapped through the inverse
+    homography to the source, then grid_sample. Pixel centres at integers (cv2's convention
+    and ours), so the source coordinates are normalised with align_corners=True.
+
+    image: (B, C, H, W) float; mats: (B, 3, 3), source to destination."""
+    h, w = image.shape[-2:]
+    out_h, out_w = dsize
+    dtype, device = image.dtype, image.device
+    # inv_ex: no check of the result, so no wait for the GPU (as ours, which also returns
+    # zeros for a singular matrix instead of raising).
+    inv = torch.linalg.inv_ex(mats.to(dtype))[0]
+    ys, xs = torch.meshgrid(
+        torch.arange(out_h, dtype=dtype, device=device),
+        torch.arange(out_w, dtype=dtype, device=device),
+        indexing="ij",
+    )
+    points = torch.stack([xs, ys, torch.ones_like(xs)], dim=-1).reshape(1, -1, 3)
+    source = points @ inv.transpose(1, 2)  # (B, out_h * out_w, 3)
+    xy = source[..., :2] / source[..., 2:]
+    scale = torch.tensor([2 / max(w - 1, 1), 2 / max(h - 1, 1)], dtype=dtype, device=device)
+    grid = (xy * scale - 1).reshape(-1, out_h, out_w, 2)
+    return F.grid_sample(image, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
 
 
 def _homographies(batch: int) -> torch.Tensor:
@@ -150,10 +191,13 @@ def run_one_thread(ctx: Context, sizes: dict, mats64: torch.Tensor, have_cv2: bo
     """Ours against the cv2 loop with one thread each: bilinear and nearest float32, and
     bilinear uint8."""
     mats = mats64.to(torch.float32)
-    for case, (h, w) in sizes.items():
+    for size, (h, w) in sizes.items():
+        ops = [case for case in ONE_THREAD_CASES if ctx.wants(case[0], _case(size), "cpu")]
+        if not ops:
+            continue
         g = torch.Generator().manual_seed(1)
         image = torch.rand(BATCH, CHANNELS, h, w, generator=g)
-        for op, interpolation, dtype in ONE_THREAD_CASES:
+        for op, interpolation, dtype in ops:
             x = image if dtype == torch.float32 else (image * 255).to(dtype)
             impls = {
                 OURS: lambda x=x, i=interpolation: warp_perspective.warp_perspective(
@@ -166,7 +210,7 @@ def run_one_thread(ctx: Context, sizes: dict, mats64: torch.Tensor, have_cv2: bo
             with one_thread(have_cv2):
                 ctx.compare(
                     op=op,
-                    case=f"B={BATCH} C={CHANNELS} {case}",
+                    case=_case(size),
                     size=pixels,
                     device="cpu",
                     dtype=dtype,
@@ -198,7 +242,9 @@ def run(ctx: Context) -> None:
     mats64 = _homographies(BATCH)
     sizes = {"256x256": SIZES["256x256"]} if ctx.quick else SIZES
     for device in ctx.devices:
-        for case, (h, w) in sizes.items():
+        for size, (h, w) in sizes.items():
+            if not ctx.wants(OP, _case(size), device):
+                continue
             g = torch.Generator().manual_seed(1)
             image = torch.rand(BATCH, CHANNELS, h, w, generator=g).to(device)
             mats = mats64.to(device, torch.float32)
@@ -214,6 +260,8 @@ def run(ctx: Context) -> None:
                         image, mats, backend="opencv"
                     )
                     ours.append(OPENCV)
+            if device == "cuda":
+                impls[GRID_SAMPLE] = lambda: grid_sample_warp(image, mats, (h, w))
             if have_kornia:
                 impls["kornia"] = lambda: kornia_warp(
                     image, mats, (h, w), mode="bilinear", padding_mode="zeros", align_corners=True
@@ -225,7 +273,7 @@ def run(ctx: Context) -> None:
             pixels = BATCH * CHANNELS * h * w
             ctx.compare(
                 op=OP,
-                case=f"B={BATCH} C={CHANNELS} {case}",
+                case=_case(size),
                 size=pixels,
                 device=device,
                 dtype=torch.float32,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,28 +52,48 @@ def test_doctor_accepts_the_real_compiler():
     assert finding.status == "ok" and f"accepts -std={standard}" in finding.text
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF")
 @pytest.mark.parametrize(
     ("wrapper", "status", "words"),
     [
-        ('exec c++ "$@"\n', "ok", "links the shared libstdc++"),
-        ('exec c++ "$@" -static-libstdc++\n', "warn", "links libstdc++ statically by default"),
+        ('exec {cxx} "$@"\n', "ok", "links the shared libstdc++"),
+        ('exec {cxx} "$@" -static-libstdc++\n', "warn", "links libstdc++ statically by default"),
         (
             'args=""; for a in "$@"; do case "$a" in *stdc++*) ;; *) args="$args $a";; esac; done\n'
-            "exec c++ $args -static-libstdc++\n",
+            "exec {cxx} $args -static-libstdc++\n",
             "fail",
             "even when the shared one is named",
         ),
     ],
 )
-def test_doctor_says_how_the_compiler_links_libstdcxx(tmp_path, wrapper, status, words):
+def test_doctor_says_how_the_compiler_links_libstdcxx(tmp_path, wrapper, status, words, shared_cxx):
     """The lent GPU machines' build compiler linked libstdc++ statically: every library
     then crashed at its first error message."""
-    if shutil.which("c++") is None or shutil.which("readelf") is None:
-        pytest.skip("needs c++ and readelf")
-    cxx = fake_program(tmp_path, "g++-real", wrapper)
+    cxx = fake_program(tmp_path, "g++-real", wrapper.format(cxx=shared_cxx))
     finding = doctor.check_cxx_runtime({"CXX": str(cxx), "PATH": os.environ["PATH"]})
     assert finding is not None and finding.status == status and words in finding.text
+
+
+def test_doctor_picks_the_first_compiler_that_links_the_shared_libstdcxx(tmp_path, shared_cxx):
+    """As on the lent H100: c++ and g++ wrappers that link libstdc++ statically around
+    g++-real. pick_cxx takes g++-real, and the doctor names it; a numbered g++-N is tried
+    after g++-real, the newest first."""
+    run = f'PATH={os.environ["PATH"]} exec {shared_cxx} "$@"'  # finds as and ld
+    for name in ("c++", "g++", "g++-9", "g++-11"):
+        fake_program(tmp_path, name, f"{run} -static-libstdc++\n")
+    env = {"PATH": str(tmp_path)}
+    assert doctor.cxx_candidates(env) == ["c++", "g++", "g++-11", "g++-9"]
+    assert doctor.pick_cxx(env)[0] is None
+    fake_program(tmp_path, "g++-real", f"{run}\n")
+    chosen, tried = doctor.pick_cxx(env)
+    assert chosen == "g++-real"
+    assert [(name, f.status) for name, f in tried] == [
+        ("c++", "warn"),
+        ("g++", "warn"),
+        ("g++-real", "ok"),
+    ]
+    findings = doctor.diagnose({**env, "CXX": str(tmp_path / "c++")}, torch=None)
+    (runtime,) = [f for f in findings if f.topic == "c++ runtime"]
+    assert runtime.status == "warn" and runtime.text.endswith("here CXX=g++-real does")
 
 
 def test_doctor_cxx_standard_by_torch_version():

@@ -615,7 +615,9 @@ def stream_source(tmp_path):
     return source
 
 
-def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_path, stream_source):
+def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(
+    tmp_path, stream_source, shared_cxx
+):
     """A compiler that links libstdc++ statically (the lent GPU machines' did, and a plain
     -lstdc++ on the link line did not help there) would give an extension its own copy of
     libstdc++; our link arguments keep the shared one. The wrapper here drops -lstdc++, as
@@ -623,7 +625,7 @@ def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_pat
     wrapper = tmp_path / "g++-real"
     wrapper.write_text(
         '#!/bin/bash\nargs=()\nfor a in "$@"; do [ "$a" = -lstdc++ ] || args+=("$a"); done\n'
-        'exec c++ "${args[@]}" -static-libstdc++\n'
+        f'exec {shared_cxx} "${{args[@]}}" -static-libstdc++\n'
     )
     wrapper.chmod(0o755)
 
@@ -638,13 +640,13 @@ def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(tmp_pat
     assert loads_shared(*knobs.cxx_runtime_link_args(sys.platform)) is True
 
 
-def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path, stream_source):
+def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path, stream_source, shared_cxx):
     shared, static = tmp_path / "shared.so", tmp_path / "static.so"
-    base = ["c++", "-shared", "-fPIC", str(stream_source)]
+    base = [*shared_cxx.split(), "-shared", "-fPIC", str(stream_source)]
     subprocess.run([*base, "-o", str(shared)], check=True)
     subprocess.run([*base, "-static-libstdc++", "-o", str(static)], check=True)
-    setup_helpers.check_cxx_runtime(str(shared), "c++")
-    setup_helpers.check_cxx_runtime(str(stream_source), "c++")  # no ELF file: no verdict
+    setup_helpers.check_cxx_runtime(str(shared), shared_cxx)
+    setup_helpers.check_cxx_runtime(str(stream_source), shared_cxx)  # no ELF file: no verdict
     with pytest.raises(
         BuildError, match=r"static\.so does not load libstdc\+\+\.so\.6: 'g\+\+-real'"
     ):

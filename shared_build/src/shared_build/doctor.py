@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -152,6 +153,40 @@ def check_cxx_runtime(
             "at its first error message; set CXX to a compiler that links the shared "
             "libstdc++ (e.g. /usr/bin/g++)",
         )
+
+
+def cxx_candidates(env: Mapping[str, str]) -> list[str]:
+    """The C++ compilers on env's PATH to try, in order: CXX (kept whole: "ccache g++"), c++,
+    g++, then g++-real and the numbered g++-N, newest first. On the lent GPU machines c++ and
+    g++ were wrappers that link libstdc++ statically, around a compiler named g++-real."""
+    path = env.get("PATH", os.defpath)
+    numbered = set()
+    for folder in path.split(os.pathsep):
+        if os.path.isdir(folder):
+            numbered.update(n for n in os.listdir(folder) if re.fullmatch(r"g\+\+-\d+", n))
+    names = [env.get("CXX", "").strip(), "c++", "g++", "g++-real"]
+    names += sorted(numbered, key=lambda n: -int(n.split("-")[1]))
+    found: list[str] = []
+    for name in names:
+        if name and name not in found and shutil.which(name.split()[0], path=path):
+            found.append(name)
+    return found
+
+
+def pick_cxx(env: Mapping[str, str]) -> tuple[str | None, list[tuple[str, Finding | None]]]:
+    """The first of cxx_candidates that links the shared libstdc++ by default (None when
+    none does), and what check_cxx_runtime found for each candidate tried."""
+    tried = []
+    for name in cxx_candidates(env):
+        program, *rest = name.split()
+        command = " ".join(
+            [shutil.which(program, path=env.get("PATH", os.defpath)) or program, *rest]
+        )
+        finding = check_cxx_runtime({**env, "CXX": command})
+        tried.append((name, finding))
+        if finding is not None and finding.status == "ok":
+            return name, tried
+    return None, tried
 
 
 def check_ninja(env: Mapping[str, str], which: Callable[..., str | None] = shutil.which) -> Finding:
@@ -308,6 +343,12 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     torch_version = torch.__version__ if torch is not None else None
     findings.append(check_cxx(env, torch_version))
     runtime = check_cxx_runtime(env)
+    if runtime and runtime.status != "ok":
+        better, _ = pick_cxx(env)
+        if better:
+            runtime = Finding(
+                runtime.status, runtime.topic, f"{runtime.text}; here CXX={better} does"
+            )
     if runtime:
         findings.append(runtime)
     findings.append(check_ninja(env))

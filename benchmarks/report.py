@@ -1,6 +1,7 @@
 """Merge raw benchmark files (one per torch version) into one report.
 
     python benchmarks/report.py --output-dir benchmarks/results raw/torch-2.13.0.json raw/torch-2.14.1.json
+    python benchmarks/report.py --gpu-rows OUT/bench-rows.jsonl   # a GPU run's section only
 
 Writes report.md (also printed), results.json (every raw figure, by torch version) and, where
 matplotlib is installed, one PNG per op under plots/: time against size, one line per
@@ -22,17 +23,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import rows  # noqa: E402
 from benchmarks.harness import format_seconds  # noqa: E402
 
 REGRESSION = 1.10  # a time more than 10% above the first version's is flagged
 
 
 def load(paths: list[Path]) -> dict[str, dict[str, Any]]:
-    """{torch version: raw report}, in the order given."""
+    """{torch version: raw report}, in the order given: benchmarks/run.py's JSON files, or its
+    rows files (.jsonl, also of a run killed midway; a later run of one torch wins)."""
     runs = {}
     for path in paths:
-        data = json.loads(path.read_text())
-        runs[data["torch"]] = data
+        for data in rows.read(path) if path.suffix == ".jsonl" else [json.loads(path.read_text())]:
+            runs[data["torch"]] = data
     return runs
 
 
@@ -370,9 +373,15 @@ def render(runs: dict[str, dict]) -> str:
         for v, d in runs.items()
         for p, why in d.get("failures", {}).items()
     ]
+    missing = [
+        f"- torch {v}: {p} did not measure its headline rows {', '.join(map(_key, keys))}"
+        for v, d in runs.items()
+        for p, keys in d.get("missing", {}).items()
+    ]
+    cut = [f"- torch {v}: {_cut_short(d)}" for v, d in runs.items() if not d.get("complete", True)]
     notes = [f"- torch {v}: {n}" for v, d in runs.items() for n in d.get("notes", [])]
-    if skipped or failures or notes:
-        out += ["", "## Skipped, failed, notes", "", *skipped, *failures, *notes]
+    if skipped or failures or missing or cut or notes:
+        out += ["", "## Skipped, failed, notes", "", *cut, *skipped, *failures, *missing, *notes]
     return "\n".join(out) + "\n"
 
 
@@ -381,26 +390,134 @@ GPU_LOGS = ROOT / "benchmarks" / "results" / "gpu"
 
 
 def gpu_section(folder: Path) -> list[str]:
-    """The committed logs of GPU runs (.ci/gpu_check.sh's bench step on a lent GPU machine),
-    each named by its date, machine and torch: CI has no GPU, so no report run measures
-    CUDA here; these say where CUDA figures come from and when."""
+    """The committed results of GPU runs (.ci/gpu_check.sh's bench step on a lent GPU
+    machine), each named by its date, machine and torch: CI has no GPU, so no report run
+    measures CUDA here; these say where CUDA figures come from and when. A .log is the
+    step's output (listed); a .jsonl its rows file (benchmarks/run.py --rows), shown with
+    the machine, the date and the CUDA goals' verdicts."""
     logs = sorted(folder.glob("*.log")) if folder.is_dir() else []
-    if not logs:
+    rows_files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    if not logs and not rows_files:
         return []
     out = [
         "",
         "## CUDA, from GPU runs",
         "",
         "Not measured by this run: the bench step of `.ci/gpu_check.sh` on a GPU machine, "
-        "committed as its log (first lines: the machine and what was cut short).",
+        "committed as its log (first lines: the machine and what was cut short) or as its "
+        "rows file (`benchmarks/run.py --rows`: every row written as it was measured).",
         "",
     ]
     for log in logs:
         lines = log.read_text().splitlines()
-        rows = sum("cuda " in line and line.startswith("  ") for line in lines)
+        count = sum("cuda " in line and line.startswith("  ") for line in lines)
         header = " ".join(line.lstrip("# ") for line in lines if line.startswith("#"))
-        out.append(f"- `benchmarks/results/gpu/{log.name}`: {rows} CUDA rows. {header}")
+        out.append(f"- `benchmarks/results/gpu/{log.name}`: {count} CUDA rows. {header}")
+    for path in rows_files:
+        out += gpu_rows_section(path, f"benchmarks/results/gpu/{path.name}")
     return out
+
+
+def _key(key: tuple | list) -> str:
+    op, case, device = key
+    return f"{op} {case} ({device})"
+
+
+def _cut_short(data: dict) -> str:
+    """What a run that never wrote its end line did not reach."""
+    started = data.get("started", [])
+    not_reached = [p for p in data.get("packages", []) if p not in started]
+    measured = {(m["op"], m["case"], m["device"]) for m in data["measurements"]}
+    unmeasured = [
+        _key(key)
+        for package in started[-1:]  # the package it was in when it stopped, unless it failed
+        if package not in data.get("failures", {})
+        for key in data.get("headline_rows", {}).get(package, [])
+        if tuple(key) not in measured
+    ]
+    return (
+        f"**cut short** after {len(data['measurements'])} rows (no end line)"
+        + (f"; rows of {started[-1]} not measured: {', '.join(unmeasured)}" if unmeasured else "")
+        + (f"; not reached: {', '.join(not_reached)}" if not_reached else "")
+    )
+
+
+def gpu_machine(data: dict) -> str:
+    """One line: the GPU, torch, CUDA, Python and date of a run."""
+    m = data.get("machine", {})
+    gpu = m.get("gpu")
+    name = (
+        f"{gpu['name']} (sm_{gpu['capability'].replace('.', '')}, {gpu['memory_gib']} GiB)"
+        if gpu
+        else "no GPU visible"
+    )
+    return (
+        f"{name}, torch {data['torch']} (CUDA {data.get('cuda') or 'none'}), "
+        f"Python {m.get('python', '?')}, {m.get('cpu', '?')}; {m.get('date', 'date unknown')}"
+    )
+
+
+def gpu_rows_section(path: Path, name: str | None = None) -> list[str]:
+    """A rows file's CUDA runs: machine and date, whether the run finished, the verdict of
+    every CUDA goal it measured, and each CUDA row with its spread and speedup."""
+    out = []
+    for data in rows.read(path):
+        measured = [m for m in data["measurements"] if m["device"] == "cuda"]
+        wanted = [k for keys in data.get("headline_rows", {}).values() for k in keys]
+        done = {(m["op"], m["case"], m["device"]) for m in measured}
+        what = (
+            f"headline rows, {sum(tuple(k) in done for k in wanted)} of {len(wanted)} measured"
+            if data.get("headline")
+            else f"{len(measured)} CUDA rows"
+        )
+        state = f"complete in {data['seconds']} s" if data.get("complete") else _cut_short(data)
+        out += ["", f"### `{name or path}`", "", f"{gpu_machine(data)}. {what}; {state}."]
+        for package, error in data.get("failures", {}).items():
+            out.append(f"- {package} FAILED: {error}")
+        for package, keys in data.get("missing", {}).items():
+            out.append(f"- {package} did not measure {', '.join(map(_key, keys))}")
+        cuda_goals = [g for g in data.get("goals", []) if g["device"] == "cuda"]
+        runs = {data["torch"]: {**data, "measurements": measured, "goals": cuda_goals}}
+        judged = goal_rows(runs, group(runs))
+        not_measured = sorted({row[1] for row in judged if row[-1] == "not measured"})
+        judged = [row for row in judged if row[-1] != "not measured"]
+        if judged:
+            out += ["", markdown_table(
+                ["package", "goal", "case", "measured", "verdict"],
+                [[*row[:4], row[-1]] for row in judged],
+            )]  # fmt: skip
+        if not_measured:
+            out += ["", "CUDA goals this run did not measure: " + "; ".join(not_measured) + "."]
+        if measured:
+            out += ["", markdown_table(
+                ["package", "op", "case", "impl", "time", "speedup"], _gpu_rows(measured)
+            )]  # fmt: skip
+    return out
+
+
+def _gpu_rows(measured: list[dict]) -> list[list[str]]:
+    """One row per measurement: time ± half its IQR, and peer's time over ours (bold)."""
+    ours_of: dict[tuple, dict] = {}
+    for m in measured:
+        key = (m["package"], m["op"], m["case"], m["dtype"])
+        if m["ours"] and key not in ours_of:
+            ours_of[key] = m
+    table = []
+    for m in measured:
+        ours = ours_of.get((m["package"], m["op"], m["case"], m["dtype"]))
+        time = format_seconds(m["seconds"])
+        if m.get("iqr") and m["seconds"]:
+            time += f" ±{100 * m['iqr'] / m['seconds'] / 2:.0f}%"
+        if m is ours:
+            ratio = "-"
+        else:
+            ratio = fmt_ratio(speedup(ours, m))
+            interval = speedup_interval(ours, m)
+            if interval and interval[0] <= 1.0 <= interval[1]:
+                ratio += " (tie)"
+        impl = f"**{m['impl']}**" if m is ours else m["impl"]
+        table.append([m["package"], m["op"], m["case"], impl, time, ratio])
+    return table
 
 
 def _committed_on(path: Path) -> str:
@@ -533,10 +650,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("raw", nargs="+", type=Path, help="raw JSON files from benchmarks/run.py")
+    parser.add_argument(
+        "raw", nargs="*", type=Path, help="raw files from benchmarks/run.py (--output or --rows)"
+    )
     parser.add_argument("--output-dir", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument(
+        "--gpu-rows",
+        nargs="+",
+        type=Path,
+        help="print only the GPU section for these rows files (benchmarks/run.py --rows), "
+        "also of a run that was cut short; writes nothing",
+    )
     args = parser.parse_args()
+    if args.gpu_rows:
+        print("\n".join(["## CUDA, from GPU runs", *(
+            line for path in args.gpu_rows for line in gpu_rows_section(path)
+        )]))  # fmt: skip
+        return 0
+    if not args.raw:
+        parser.error("name the raw files to report (or --gpu-rows)")
     runs = load(args.raw)
     text = render(runs)
     args.output_dir.mkdir(parents=True, exist_ok=True)

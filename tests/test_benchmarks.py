@@ -524,3 +524,81 @@ def test_a_killed_run_keeps_every_row_it_measured(tmp_path):
     assert 3 <= len(cases) < 12
     assert cases[:3] == [("n=1e+03", i) for i in ("add_ext", "torch.add", "eager alpha*x+y")]
     assert data["machine"]["cpu"] and data["packages"] == ["add_ext"]
+    # The report reads what was kept, and says the run was cut.
+    text = report.render(report.load([path]))
+    assert "## add_ext: add (cpu, float32)" in text
+    assert "**cut short** after" in text
+
+
+def _gpu_rows_file(path: Path, *, complete: bool) -> None:
+    """A headline run as an H100 would write it: add_ext measured, lltm_cuda failed; when
+    complete is False, cut inside warp_perspective before gc_cpp."""
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "count": 1, "memory_gib": 79.1,
+           "capability": "9.0", "multiprocessors": 132}  # fmt: skip
+    sink = rows.RowsFile(path)
+    sink.write("run", format=1, torch="2.11.0+cu130", cuda="13.0", headline=True,
+               machine={**MACHINE, "gpu": gpu, "date": "2026-12-01 10:00:00 UTC"},
+               packages=["add_ext", "lltm_cuda", "warp_perspective", "gc_cpp"])  # fmt: skip
+    copy_goal = {"op": "add", "ours": "add_ext", "peer": "device copy", "min_speedup": 0.9,
+                 "device": "cuda", "metric": None, "note": "", "tie": False}  # fmt: skip
+    sink.write(
+        "package",
+        package="add_ext",
+        goals=[{**GOALS[0], "op": "add", "ours": "add_ext", "peer": "torch.add"},
+               {**copy_goal, "case": "n=1e+07"}, {**copy_goal, "case": "n=1e+08"}],
+        headline=[["add", "n=1e+07", "cuda"], ["add", "n=1e+08", "cuda"]],
+    )  # fmt: skip
+    for case, times in (("n=1e+07", (40e-6, 42e-6, 38e-6)), ("n=1e+08", (400e-6, 401e-6, 300e-6))):
+        for impl, seconds in zip(("add_ext", "torch.add", "device copy"), times, strict=True):
+            sink.write("measurement", package="add_ext", op="add", case=case, size=1e7,
+                       impl=impl, ours=impl == "add_ext", device="cuda", dtype="float32",
+                       seconds=seconds, iqr=0.0, runs=100, extra={})  # fmt: skip
+    sink.write("package", package="lltm_cuda", goals=[], headline=[["lltm forward+backward",
+               TUTORIAL, "cuda"]])  # fmt: skip
+    sink.write("failure", package="lltm_cuda", error="RuntimeError: no kernel image")
+    warp = [
+        ["warp_perspective bilinear", f"B=8 C=3 {size}", "cuda"] for size in ("256x256", "1080p")
+    ]
+    sink.write("package", package="warp_perspective", goals=[], headline=[] if complete else warp)
+    if complete:
+        sink.write("package", package="gc_cpp", goals=[], headline=[])
+        sink.write("end", seconds=61.2, load_after=1.0)
+    sink.close()
+
+
+def test_the_gpu_section_shows_a_rows_file_with_machine_date_and_verdicts(tmp_path):
+    folder = tmp_path / "gpu"
+    folder.mkdir()
+    (folder / "2026-11-26-h200.log").write_text("# one NVIDIA H200.\n  add n=1 cuda x 1 us\n")
+    _gpu_rows_file(folder / "2026-12-01-h100-torch-2.11.0.jsonl", complete=True)
+    text = "\n".join(report.gpu_section(folder))
+    assert "- `benchmarks/results/gpu/2026-11-26-h200.log`: 1 CUDA rows. one NVIDIA H200." in text
+    assert "### `benchmarks/results/gpu/2026-12-01-h100-torch-2.11.0.jsonl`" in text
+    assert (
+        "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB), torch 2.11.0+cu130 (CUDA 13.0), "
+        "Python 3.11.7, Test CPU; 2026-12-01 10:00:00 UTC. headline rows, 2 of 3 measured; "
+        "complete in 61.2 s."
+    ) in text
+    assert "- lltm_cuda FAILED: RuntimeError: no kernel image" in text
+    # The CUDA goals' verdicts (the CPU goal is not this section's), then every row.
+    goals = {row[2]: row[3:] for row in rows_of(text, "add_ext") if ">=" in row[1]}
+    assert goals == {"n=1e+07 (float32)": ["0.95x", "met"],
+                     "n=1e+08 (float32)": ["0.75x", "**missed**"]}  # fmt: skip
+    assert "| add_ext | add | n=1e+07 | **add_ext** | 40 us | - |" in text
+    assert "| add_ext | add | n=1e+07 | torch.add | 42 us | 1.05x |" in text
+
+
+def test_the_gpu_section_of_a_run_cut_short(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "rows.jsonl"
+    _gpu_rows_file(path, complete=False)
+    monkeypatch.setattr(sys, "argv", ["report.py", "--gpu-rows", str(path)])
+    assert report.main() == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## CUDA, from GPU runs\n")
+    assert (
+        "headline rows, 2 of 5 measured; **cut short** after 6 rows (no end line); rows of "
+        "warp_perspective not measured: warp_perspective bilinear B=8 C=3 256x256 (cuda), "
+        "warp_perspective bilinear B=8 C=3 1080p (cuda); not reached: gc_cpp."
+    ) in out
+    assert "| add_ext | add | n=1e+08 | device copy | 300 us | 0.75x |" in out
+    assert not list(tmp_path.glob("*.md"))  # printed only

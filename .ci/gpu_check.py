@@ -1,0 +1,655 @@
+"""The GPU check: on a machine with an NVIDIA GPU, offline, one command proves the CUDA side.
+
+    bash .ci/gpu_check.sh [--budget 480] [--steps build,test,sanitize,bench] [--dry-run]
+
+It uses the python3 that runs it and that python's torch (2.11 or newer), downloads nothing,
+and writes everything under $OUT (the folder a lent GPU machine hands back; ./gpu-check/ when
+unset), each file as it happens: a call cut at any second returns what was done. The steps,
+correctness first, each ending by its deadline within the budget (seconds from the start):
+
+  preflight  the first compiler that links the shared libstdc++ (each candidate's facts in
+             facts.txt), a venv that sees this python's packages, everything missing named
+  build      every package for the visible GPU, side by side (CUDA packages with USE_CUDA=1);
+             each then imported in a fresh process: a crash there is reported as a crash
+  test       every CUDA-marked test of every suite, the suites side by side on the cores;
+             then the tests that need most of the GPU's memory (past 2^31 elements), alone
+  sanitize   compute-sanitizer memcheck and initcheck over each package with CUDA kernels and
+             the CUDA property tests; racecheck and synccheck where kernels share memory
+  bench      the headline CUDA rows (benchmarks/run.py --headline), each written as measured
+
+summary.txt gets one line per result as it comes; verdict.txt is rewritten at every step.
+Exit status: 0 every step ran in full and passed; 1 a defect (a failure, a crash, a sanitizer
+error, a skip for want of a GPU, a module or memory the GPU has); 2 preflight failed; 3 no
+defect, but the deadline cut a step (its line says which tests it did not reach).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / ".ci"), str(ROOT / "shared_build" / "src")]
+
+import gpu_results  # noqa: E402
+from gpu_results import CUT, FAILED, PASSED  # noqa: E402
+
+STEPS = ("build", "test", "sanitize", "bench")
+# When each step must end, in seconds before the end of the budget: correctness first, then
+# memory, then the bench's quick rows in what is left.
+RESERVE = {"build": 300, "test": 170, "sanitize": 85, "bench": 8}
+# Name parts of tests run apart: those that need most of a GPU's memory (alone, after the
+# suites), and CUDA-graph captures (they need the caching allocator, which the sanitizer
+# runs turn off).
+LARGE = "2_to_the_31"
+GRAPH_CAPTURE = "graph_capture"
+DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
+PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
+
+
+@dataclass
+class Check:
+    out: Path
+    budget: float
+    steps: list[str]
+    packages: list[str]
+    simulate: bool = False  # a CPU machine rehearsing preflight and build
+    venv: Path = Path(os.environ.get("GPU_VENV", "/tmp/gpu-check-venv"))
+    start: float = field(default_factory=time.monotonic)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    facts: dict = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)  # step -> PASSED, FAILED or CUT
+
+    @property
+    def python(self) -> str:
+        return str(self.venv / "bin" / "python")
+
+    def deadline(self, step: str) -> float:
+        return self.start + self.budget - RESERVE[step]
+
+    def say(self, line: str) -> None:
+        print(f"gpu_check: {line}", flush=True)
+        with open(self.out / "summary.txt", "a", encoding="utf-8") as summary:
+            summary.write(f"gpu_check: {line}\n")
+
+    def write_verdict(self, running: str | None = None) -> int:
+        """verdict.txt as things stand, and the exit status they give."""
+        failed = [s for s, v in self.status.items() if v == FAILED]
+        if failed:
+            code, text = 1, f"FAILED: {', '.join(failed)}"
+        elif running or CUT in self.status.values() or len(self.status) < len(self.steps):
+            code, text = 3, "incomplete, no defect found so far"
+        else:
+            code, text = 0, "passed: every step ran in full"
+        lines = [f"{text} ({time.monotonic() - self.start:.0f} s of {self.budget:.0f} s)"]
+        for step in self.steps:
+            state = "running" if step == running else self.status.get(step, CUT)
+            lines.append(f"  {step}: {state}")
+        (self.out / "verdict.txt").write_text("\n".join(lines) + "\n")
+        return code
+
+
+def capture(*command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+
+
+def is_cuda_package(package: str) -> bool:
+    return any((ROOT / "packages" / package / "csrc").rglob("*.cu"))
+
+
+def shares_memory(package: str) -> bool:
+    """Whether its CUDA kernels use shared memory or barriers: racecheck's and synccheck's
+    subject."""
+    sources = (ROOT / "packages" / package / "csrc").rglob("*.cu")
+    return any(
+        re.search(r"__shared__|__syncthreads|cooperative_groups", f.read_text()) for f in sources
+    )
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines() if path.exists() else []
+
+
+# ---------------------------------------------------------------- processes
+@dataclass
+class Job:
+    name: str
+    command: list[str]
+    log: Path
+    env: dict[str, str]
+    rc: int | None = None
+    cut: bool = False  # killed at the deadline, or not started before it
+    started: bool = False
+    seconds: float = 0.0
+
+
+def run_jobs(jobs: list[Job], deadline: float, slots: int) -> None:
+    """Run the jobs, ``slots`` at a time, each in a process group of its own; at the
+    deadline kill what runs (SIGTERM, then SIGKILL) and mark it and what waits as cut."""
+    waiting, running = list(jobs), []
+    while waiting or running:
+        while waiting and len(running) < slots and time.monotonic() < deadline:
+            job = waiting.pop(0)
+            with open(job.log, "ab") as log:
+                process = subprocess.Popen(
+                    job.command, stdout=log, stderr=subprocess.STDOUT, env=job.env, cwd=ROOT,
+                    start_new_session=True,
+                )  # fmt: skip
+            job.started, job.seconds = True, time.monotonic()
+            running.append((job, process))
+        if time.monotonic() >= deadline:
+            for job in waiting:
+                job.cut = True
+            waiting = []
+            for job, process in running:
+                job.cut = True
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    try:
+                        os.killpg(process.pid, sig)
+                        process.wait(5)
+                        break
+                    except (ProcessLookupError, subprocess.TimeoutExpired):
+                        continue
+        for job, process in list(running):
+            if process.poll() is not None:
+                job.rc, job.seconds = process.returncode, time.monotonic() - job.seconds
+                running.remove((job, process))
+        time.sleep(0.2)
+
+
+# ---------------------------------------------------------------- preflight
+def pick_compiler(check: Check) -> str | None:
+    """The compiler for the builds: the first candidate that links the shared libstdc++ by
+    default, else one that obeys our link line. Each candidate's facts go to facts.txt."""
+    from shared_build import doctor
+
+    chosen, tried = doctor.pick_cxx(check.env)
+    with open(check.out / "facts.txt", "w", encoding="utf-8") as facts:
+        facts.write("C++ compilers tried, in order:\n")
+        for name, finding in tried:
+            path = shutil.which(name.split()[0]) or "?"
+            version = (capture(*name.split(), "--version").stdout.splitlines() or ["?"])[0]
+            verdict = finding.text if finding else "no verdict (it does not compile, or no readelf)"
+            facts.write(f"  {name}: {path} -> {os.path.realpath(path)} ({version}): {verdict}\n")
+    if chosen is None:
+        chosen = next((n for n, f in tried if f is not None and f.status == "warn"), None)
+    return chosen
+
+
+def make_venv(check: Check) -> None:
+    """A venv that sees this python's packages: --system-site-packages reaches only the base
+    interpreter's where this python is itself a venv (the GPU machine's is), so a .pth file
+    adds its site-packages. --without-pip: pip comes from there too."""
+    if (check.venv / "bin" / "python").exists():
+        return
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(check.venv)], check=True)  # fmt: skip
+    sites = capture(sys.executable, "-c", "import site; print(*site.getsitepackages(), sep='\\n')")
+    purelib = capture(
+        check.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    )
+    Path(purelib.stdout.strip(), "_gpu_check_parent.pth").write_text(sites.stdout)
+
+
+def preflight(check: Check) -> bool:
+    if not check.simulate:
+        smi = capture("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv")
+        (check.out / "gpu.txt").write_text(smi.stdout + smi.stderr)
+    cxx = pick_compiler(check)
+    if cxx is None:
+        check.say("preflight: FAILED: no C++ compiler here links the shared libstdc++ (facts.txt)")
+        return False
+    # setuptools links a C++ extension with its own setting (sysconfig's LDCXXSHARED) unless
+    # these name the compiler.
+    check.env.update(CXX=cxx, LDSHARED=f"{cxx} -shared", LDCXXSHARED=f"{cxx} -shared")
+    make_venv(check)
+    probe = capture(check.python, str(ROOT / ".ci" / "gpu_facts.py"), env=check.env)
+    try:
+        found = json.loads(probe.stdout.splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        exit_text = gpu_results.describe_exit(probe.returncode)
+        check.say(f"preflight: FAILED: {check.python} .ci/gpu_facts.py: {exit_text}")
+        (check.out / "facts.txt").open("a").write(probe.stderr)
+        return False
+    check.facts, missing = found["facts"], found["missing"]
+    if check.simulate:  # no GPU, nvcc or sanitizer expected
+        missing = [m for m in missing if not re.match(r"a GPU|nvcc|compute-sanitizer", m)]
+        check.facts.setdefault("arch", "9.0")
+    with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
+        facts.write(f"chosen: CXX={cxx}, LDSHARED and LDCXXSHARED {cxx} -shared\n")
+        facts.writelines(f"{key}: {value}\n" for key, value in check.facts.items())
+    if missing:
+        check.say(f"preflight: FAILED: missing {len(missing)}: {'; '.join(missing)}")
+        return False
+    if "stable_target" in check.facts:
+        check.env["SHARED_BUILD_STABLE_TARGET"] = check.facts["stable_target"]
+    shown = [f"{k} {check.facts[k]}" for k in ("torch", "gpu", "nvcc") if k in check.facts]
+    check.say(f"preflight: ok (CXX={cxx}; {', '.join(shown)})")
+    return True
+
+
+# ---------------------------------------------------------------- build
+def step_build(check: Check) -> str:
+    env = {
+        **check.env,
+        "TORCH_CUDA_ARCH_LIST": check.env.get("TORCH_CUDA_ARCH_LIST", check.facts["arch"]),
+        "MAX_JOBS": str((os.cpu_count() or 2) // len(check.packages) + 1),
+    }
+    jobs = []
+    for package in check.packages:
+        cuda = "1" if is_cuda_package(package) and not check.simulate else "auto"
+        command = [check.python, *PIP_INSTALL.split(), f"packages/{package}"]
+        jobs.append(
+            Job(package, command, check.out / f"build-{package}.log", {**env, "USE_CUDA": cuda})
+        )
+    run_jobs(jobs, check.deadline("build"), slots=len(jobs))
+    bad, notes = [], []
+    for job in jobs:
+        if job.cut:
+            bad.append(f"{job.name} (cut at the deadline)")
+        elif job.rc != 0:
+            bad.append(f"{job.name} ({gpu_results.describe_exit(job.rc)}, build-{job.name}.log)")
+        else:
+            problem, note = installed_right(check, job.name)
+            (bad if problem else notes).append(problem or note)
+        with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
+            facts.write(f"link line of {job.name}: {link_line(job.log)}\n")
+    times = ", ".join(f"{j.name} {j.seconds:.0f} s" for j in jobs)
+    if bad:
+        check.say(f"build: FAILED: {'; '.join(bad)} ({times})")
+        return CUT if all("cut at" in b for b in bad) else FAILED
+    for note in notes:
+        check.say(f"build: {note}")
+    check.say(f"build: ok for sm_{check.facts['arch'].replace('.', '')} ({times})")
+    return PASSED
+
+
+IMPORT_PROBE = (
+    "import json, sys, {0} as p; "
+    "print(json.dumps({{'file': p.__file__, 'info': p.BUILD_INFO}}, default=str))"
+)
+
+
+def installed_right(check: Check, package: str) -> tuple[str | None, str]:
+    """(problem, note): the package imports in a fresh process, with its CUDA kernels where
+    it has CUDA sources, and every library of it loads the shared libstdc++."""
+    from shared_build import knobs
+
+    probe = capture(
+        check.python, "-X", "faulthandler", "-c", IMPORT_PROBE.format(package), env=check.env
+    )
+    with open(check.out / f"build-{package}.log", "a", encoding="utf-8") as log:
+        log.write(f"\n== import check\n{probe.stdout}{probe.stderr}")
+    if probe.returncode < 0 or probe.returncode > 128:
+        exit_text = gpu_results.describe_exit(probe.returncode)
+        return f"{package} crashed at import ({exit_text}; build-{package}.log)", ""
+    if probe.returncode != 0:
+        return f"{package} does not import: {(probe.stderr.strip().splitlines() or ['?'])[-1]}", ""
+    found = json.loads(probe.stdout.splitlines()[-1])
+    info = found["info"]
+    if is_cuda_package(package) and not check.simulate and not info.get("cuda"):
+        return f"{package} was built without its CUDA kernels (build-{package}.log)", ""
+    libraries = sorted(Path(found["file"]).parent.rglob("*.so"))
+    own = [lib.name for lib in libraries if knobs.loads_shared_libstdcxx(str(lib)) is False]
+    if own:
+        return f"{package}: {', '.join(own)} carry a libstdc++ of their own, not torch's", ""
+    return None, (
+        f"{package}: {info.get('compiler')}; nvcc {info.get('cuda')}; arch "
+        f"{info.get('arch_list')}; {len(libraries)} libraries, each on the shared libstdc++"
+    )
+
+
+def link_line(log: Path) -> str:
+    """The command that linked the package's first library, as pip -v logged it."""
+    for line in lines_of(log):
+        if " -shared" in line and re.search(r"-o \S+\.so\b", line):
+            return line.strip()
+    return "not found in the build log"
+
+
+# ---------------------------------------------------------------- test
+@dataclass
+class Lane:
+    """One pytest run: test files, marker and keyword expressions, xdist workers."""
+
+    name: str
+    paths: list[str]
+    marks: str
+    keyword: str
+    workers: int = 0  # 0: one process
+    wrapper: list[str] = field(default_factory=list)  # e.g. compute-sanitizer and its flags
+
+    def command(self, check: Check, prefix: str) -> list[str]:
+        xdist = f"-n {self.workers} --dist load --max-worker-restart 2" if self.workers else ""
+        return [
+            *self.wrapper, check.python, "-X", "faulthandler", "-m", "pytest", *self.paths, "-m", self.marks,
+            "-k", self.keyword, "-q", "-p", "no:cacheprovider", "-p", "gpu_results",
+            "--junitxml", str(check.out / f"{prefix}-{self.name}.xml"), *xdist.split(),
+        ]  # fmt: skip
+
+
+def cuda_test_files(folder: str) -> list[str]:
+    """The test files under ``folder`` with CUDA-marked tests. Only those are collected: a
+    file of CPU tests that skips itself for want of a module the GPU machine need not have
+    (networkx, nox) would read as a forbidden skip."""
+    files = sorted((ROOT / folder).rglob("test_*.py"))
+    return [str(f.relative_to(ROOT)) for f in files if re.search(r"mark\.cuda\b", f.read_text())]
+
+
+def test_lanes(packages: list[str], cores: int, durations: dict[str, float]) -> list[Lane]:
+    """The suites side by side: each package's, the cross-package CUDA property tests and
+    shared_build's; the cores shared by the time the last GPU run took, else evenly."""
+    folders = {p: f"packages/{p}/tests" for p in packages}
+    folders |= {"properties": "tests", "shared_build": "shared_build/tests"}
+    suites = {name: files for name, folder in folders.items() if (files := cuda_test_files(folder))}
+    took = {
+        n: sum(s for t, s in durations.items() if t.split("::")[0] in f) for n, f in suites.items()
+    }
+    total = sum(took.values())
+    return [
+        Lane(name, files, "cuda", f"not {LARGE}", max(1, round(cores * took[name] / total)) if total
+             else max(1, cores // len(suites)))
+        for name, files in suites.items()
+    ]  # fmt: skip
+
+
+def large_lane(lanes: list[Lane]) -> Lane:
+    return Lane("large", [p for lane in lanes for p in lane.paths], "cuda", LARGE)
+
+
+def run_lanes(check: Check, prefix: str, lanes: list[Lane], slots: int, **extra: str) -> list[Job]:
+    jobs = []
+    for lane in lanes:
+        env = {
+            **check.env,
+            **extra,
+            "GPU_RESULTS": str(check.out / f"{prefix}-{lane.name}.jsonl"),
+            "PYTHONPATH": f"{ROOT / '.ci'}{os.pathsep}{ROOT / 'shared_build' / 'src'}",
+            "PYTHONUNBUFFERED": "1",
+            # Inductor's compile workers, one per core in every test process, would swamp
+            # the cores the suites share.
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        }
+        jobs.append(
+            Job(
+                lane.name, lane.command(check, prefix), check.out / f"{prefix}-{lane.name}.log", env
+            )
+        )
+    run_jobs(jobs, check.deadline(prefix), slots)
+    return jobs
+
+
+def judge(check: Check, prefix: str, jobs: list[Job]) -> str:
+    """One summary line per run, and the step's status."""
+    statuses = []
+    for job in jobs:
+        run = gpu_results.Run.read(check.out / f"{prefix}-{job.name}.jsonl")
+        memory = check.facts.get("gpu_memory_gb")
+        line, status = gpu_results.verdict(
+            f"{prefix} {job.name}", run, job.rc, cut=job.cut, gpu_memory_gb=memory
+        )
+        if not job.started:
+            line = f"{prefix} {job.name}: NOT REACHED (not started before the deadline)"
+        check.say(line)
+        statuses.append(status)
+    return FAILED if FAILED in statuses else CUT if CUT in statuses else PASSED
+
+
+def step_test(check: Check) -> str:
+    durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    lanes = test_lanes(check.packages, os.cpu_count() or 2, durations)
+    jobs = run_lanes(check, "test", lanes, slots=len(lanes))
+    jobs += run_lanes(check, "test", [large_lane(lanes)], slots=1)
+    seconds: dict[str, float] = {}
+    for job in jobs:
+        seconds |= gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").seconds
+    (check.out / "durations.json").write_text(json.dumps(seconds, indent=0, sort_keys=True))
+    status = judge(check, "test", jobs)
+    crashed = [j for j in jobs if j.started and not j.cut and j.rc not in (0, 1)]
+    if crashed:
+        backtrace(check, crashed[0])
+    return status
+
+
+def backtrace(check: Check, job: Job) -> None:
+    """A native backtrace of the first crash, the crashing test rerun alone under cuda-gdb."""
+    test = gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").running_at_the_end()
+    gdb, seconds = (
+        check.facts.get("cuda_gdb"),
+        min(120, check.deadline("sanitize") - time.monotonic()),
+    )
+    if not (gdb and test and seconds > 20):
+        check.say(
+            f"test {job.name}: no native backtrace ({test}, cuda-gdb {gdb}, {seconds:.0f} s left)"
+        )
+        return
+    command = [gdb, "-q", "-batch", "-ex", "run", "-ex", "bt 40", "--args", check.python, "-m",
+               "pytest", test, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]  # fmt: skip
+    gdb_job = Job("gdb", command, check.out / f"crash-{job.name}-gdb.txt", job.env)
+    run_jobs([gdb_job], time.monotonic() + seconds, 1)
+    frames = [
+        ln[:160] for ln in lines_of(gdb_job.log) if ln.startswith("#") or "received signal" in ln
+    ]
+    check.say(
+        f"test {job.name}: native backtrace of {test} (crash-{job.name}-gdb.txt): {' | '.join(frames[:6])}"
+    )
+
+
+# ---------------------------------------------------------------- sanitize
+def sanitizer_runs(check: Check) -> list[tuple[Lane, list[str]]]:
+    """(lane, tool arguments): memcheck and initcheck over each package with CUDA sources and
+    over the CUDA property tests (every kernel again, on drawn inputs); racecheck and
+    synccheck over the packages whose kernels share memory."""
+    initcheck = (
+        ["initcheck", "--check-bulk-copy", "yes"] if check.facts.get("bulk_copy") else ["initcheck"]
+    )
+    targets = {
+        p: cuda_test_files(f"packages/{p}/tests") for p in check.packages if is_cuda_package(p)
+    }
+    targets["properties"] = ["tests/test_properties.py"]
+    runs = []
+    for name, files in targets.items():
+        shared = name != "properties" and shares_memory(name)
+        for tool in [["memcheck"], initcheck] + ([["racecheck"], ["synccheck"]] if shared else []):
+            lane = Lane(
+                f"{name}-{tool[0]}",
+                files,
+                "cuda and not slow",
+                f"not {GRAPH_CAPTURE} and not {LARGE}",
+            )
+            runs.append((lane, tool))
+    return runs
+
+
+def step_sanitize(check: Check) -> str:
+    runs = sanitizer_runs(check)
+    for lane, tool in runs:
+        log = check.out / f"sanitize-{lane.name}.sanitizer.log"
+        lane.wrapper = [check.facts["sanitizer"], "--tool", *tool, "--error-exitcode", "99",
+                        "--target-processes", "all", "--log-file", str(log)]  # fmt: skip
+    # Without the caching allocator each tensor is an allocation of its own, so a read past
+    # its end is caught.
+    slots = max(1, min(8, (os.cpu_count() or 2) // 2))
+    lanes = [lane for lane, _ in runs]
+    jobs = run_lanes(check, "sanitize", lanes, slots, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+    status = judge(check, "sanitize", jobs)
+    for job in jobs:
+        errors = sanitizer_errors(check.out / f"sanitize-{job.name}.sanitizer.log")
+        if errors or job.rc == 99:
+            check.say(
+                f"sanitize {job.name}: FAILED: {errors} sanitizer errors (its .sanitizer.log)"
+            )
+            status = FAILED
+    cublas_probe(check)
+    return status
+
+
+def cublas_probe(check: Check) -> None:
+    """Information, no verdict: whether initcheck sees what cuBLAS writes, with and without
+    --check-bulk-copy (.ci/gpu_initcheck_cublas.py says why), in the step's time left."""
+    for flags in [[], ["--check-bulk-copy", "yes"]][: 2 if check.facts.get("bulk_copy") else 1]:
+        name = "cublas-probe" + ("-bulk-copy" if flags else "")
+        log = check.out / f"{name}.sanitizer.log"
+        command = [check.facts["sanitizer"], "--tool", "initcheck", *flags, "--log-file", str(log),
+                   check.python, str(ROOT / ".ci" / "gpu_initcheck_cublas.py")]  # fmt: skip
+        job = Job(
+            name,
+            command,
+            check.out / f"{name}.log",
+            {**check.env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
+        )
+        run_jobs([job], check.deadline("sanitize"), 1)
+        kernels = sorted(
+            {
+                ln.split("Device Frame:")[1].strip()[:60]
+                for ln in lines_of(log)
+                if "Device Frame:" in ln
+            }
+        )
+        check.say(
+            f"sanitize {name} (information: does initcheck see cuBLAS's writes?): "
+            f"{'cut' if job.cut else sanitizer_errors(log)} errors; flagged: {'; '.join(kernels) or 'none'}"
+        )
+
+
+def sanitizer_errors(log: Path) -> int:
+    return sum(
+        int(m.group(1)) for ln in lines_of(log) if (m := re.search(r"ERROR SUMMARY: (\d+)", ln))
+    )
+
+
+# ---------------------------------------------------------------- bench
+def step_bench(check: Check) -> str:
+    rows = check.out / "bench-rows.jsonl"
+    only = [a for p in check.packages for a in ("--only", p)]
+    command = [check.python, "benchmarks/run.py", "--device", "cuda", "--headline", "--rows",
+               str(rows), "--output", str(check.out / "bench.json"), "--no-build-times", *only]  # fmt: skip
+    job = Job("bench", command, check.out / "bench.log", {**check.env, "PYTHONUNBUFFERED": "1"})
+    run_jobs([job], check.deadline("bench"), 1)
+    records = [json.loads(line) for line in lines_of(rows) if line.strip()]
+    measured = [r for r in records if r.get("kind", "measurement") == "measurement"]
+    failures = [
+        f"{r.get('package')}: {r.get('error')}" for r in records if r.get("kind") == "failure"
+    ]
+    if failures or (not job.cut and job.rc != 0):
+        exit_text = gpu_results.describe_exit(job.rc)
+        check.say(
+            f"bench: FAILED ({exit_text}; {len(measured)} rows; {'; '.join(failures)}; bench.log)"
+        )
+        return FAILED
+    if job.cut:
+        check.say(f"bench: NOT REACHED in full (cut by the deadline after {len(measured)} rows)")
+        return CUT
+    check.say(f"bench: ok, {len(measured)} CUDA rows (bench-rows.jsonl)")
+    return PASSED
+
+
+# ---------------------------------------------------------------- plan
+def plan(check: Check) -> list[str]:
+    """What a run would do, with each test file's expected time from the last GPU run's
+    durations (benchmarks/results/gpu/durations.json) where that run timed it."""
+    durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    source = (
+        os.path.relpath(DURATIONS, ROOT) if durations else "none: no GPU run has timed these tests"
+    )
+    lines = [f"gpu_check plan: budget {check.budget:.0f} s; expected times from {source}"]
+    for step in check.steps:
+        lines.append(f"  {step}: ends by {check.budget - RESERVE[step]:.0f} s")
+        if step == "build":
+            for p in check.packages:
+                lines.append(
+                    f"    {p}" + (" with USE_CUDA=1 (CUDA sources)" if is_cuda_package(p) else "")
+                )
+        elif step == "test":
+            lanes = test_lanes(check.packages, os.cpu_count() or 2, durations)
+            for lane in [*lanes, large_lane(lanes)]:
+                lines.append(
+                    f"    {lane.name}: -m '{lane.marks}' -k '{lane.keyword}', {max(1, lane.workers)} process(es)"
+                )
+                for path in lane.paths:
+                    timed = [
+                        s
+                        for t, s in durations.items()
+                        if t.startswith(f"{path}::") and (LARGE in t) == (lane.name == "large")
+                    ]
+                    lines.append(
+                        f"      {path}: "
+                        + (
+                            f"{sum(timed):.0f} s in {len(timed)} tests"
+                            if timed
+                            else "not timed on a GPU yet"
+                        )
+                    )
+        elif step == "sanitize":
+            for lane, tool in sanitizer_runs(check):
+                lines.append(
+                    f"    {' '.join(tool)}: {' '.join(lane.paths)} -m '{lane.marks}' -k '{lane.keyword}'"
+                )
+        else:
+            lines.append(
+                "    benchmarks/run.py --device cuda --headline, rows into bench-rows.jsonl"
+            )
+    return lines
+
+
+# ---------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--budget", type=float, default=480.0, help="seconds in all (480)")
+    parser.add_argument("--steps", default=",".join(STEPS), help=f"some of {','.join(STEPS)}")
+    parser.add_argument(
+        "--packages",
+        default=os.environ.get("PACKAGES", ""),
+        help="comma-separated (or $PACKAGES); default every package",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("--simulate", action="store_true", help="rehearse on a CPU machine")
+    args = parser.parse_args(argv)
+    steps = args.steps.replace(",", " ").split()
+    for step in steps:
+        if step not in STEPS:
+            parser.error(f"unknown step {step!r} (of {', '.join(STEPS)})")
+    every = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
+    packages = args.packages.replace(",", " ").split() or every
+    out = Path(os.environ.get("OUT") or ROOT / "gpu-check")
+    check = Check(out, args.budget, [s for s in STEPS if s in steps], packages, args.simulate)
+    if args.dry_run:
+        print("\n".join(plan(check)))
+        return 0
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.txt").write_text("")
+    (out / "plan.txt").write_text("\n".join(plan(check)) + "\n")
+    check.write_verdict(running="preflight")
+    if not preflight(check):
+        (out / "verdict.txt").write_text("FAILED: preflight (summary.txt, facts.txt)\n")
+        return 2
+    for step in check.steps:
+        if check.status.get("build", PASSED) != PASSED:
+            check.say(f"{step}: NOT REACHED (the build did not pass: its libraries prove nothing)")
+            check.status[step] = CUT
+            continue
+        if time.monotonic() >= check.deadline(step):
+            check.say(f"{step}: NOT REACHED (its deadline passed before it could start)")
+            check.status[step] = CUT
+            continue
+        check.write_verdict(running=step)
+        check.status[step] = globals()[f"step_{step}"](check)
+        check.write_verdict()
+    code = check.write_verdict()
+    check.say(f"done: {(out / 'verdict.txt').read_text().splitlines()[0]}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -399,14 +399,29 @@ def _free_cuda_bytes() -> int:
 @pytest.mark.cuda
 @pytest.mark.slow  # 13 GB on the GPU: not under compute-sanitizer
 def test_cuda_past_2_to_the_31_elements():
-    """Past 2^31 elements, where a 32-bit index first wraps: slices at the start, across
-    2^31 and at the end equal the float32 reference."""
-    n = 2**31 + 1000
-    if _free_cuda_bytes() < 3 * 2 * n * 1.2:
-        pytest.skip("needs 15 GB of free GPU memory")
-    x = torch.randn(n, device="cuda", dtype=torch.float16)
-    y = torch.randn(n, device="cuda", dtype=torch.float16)
-    out = add_ext.add(x, y, 1.25)
-    for part in (slice(0, 1000), slice(2**31 - 500, 2**31 + 500), slice(n - 1000, n)):
-        expected = (1.25 * x[part].cpu().float() + y[part].cpu().float()).half()
-        assert_close(out[part].cpu(), expected, **tolerance(torch.float16))
+    """Past 2^31 elements, where a 32-bit index first wraps, in each loop of the kernel:
+    n = 2^31 + 1001 float16 elements. Aligned, the 8-wide vector loop covers n - 1 of them
+    (its index stays below 2^28) and the scalar tail the last one, at 2^31 + 1000; the
+    [1:] views, 2 bytes off 16-byte alignment, take the one-element kernel, whose index runs
+    past 2^31. Slices at the start, across 2^31 and at the end equal the float32 reference.
+    Needs 13 GB: x and y of n + 1 elements and one output of n, 4.3 GB each."""
+    n = 2**31 + 1001
+    torch.cuda.empty_cache()  # what earlier tests left in the caching allocator
+    if _free_cuda_bytes() < 3 * 2 * (n + 1) * 1.2:
+        pytest.skip("needs 16 GB of free GPU memory")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x_all, y_all = (
+        torch.randn(n + 1, device="cuda", dtype=torch.float16, generator=g) for _ in range(2)
+    )
+    parts = (slice(0, 1000), slice(2**31 - 500, 2**31 + 500), slice(n - 1000, n))
+    for start, aligned in ((0, True), (1, False)):
+        x, y = x_all[start : start + n], y_all[start : start + n]
+        assert (x.data_ptr() % 16 == 0) == aligned and x.is_contiguous()
+        out = add_ext.add(x, y, 1.25)
+        for part in parts:
+            expected = (1.25 * x[part].cpu().float() + y[part].cpu().float()).half()
+            assert_close(
+                out[part].cpu(), expected, **tolerance(torch.float16),
+                msg=lambda m, p=part, a=aligned: f"aligned={a}, elements {p}: {m}",
+            )  # fmt: skip
+        del out

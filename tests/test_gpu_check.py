@@ -199,6 +199,13 @@ def _check(tmp_path: Path, steps=gpu_check.STEPS, **status: str):
     return check
 
 
+def _venv_of_this_python(folder: Path) -> None:
+    """A folder the check takes for its venv, whose python is this one (its packages too)."""
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (folder / "bin" / "python").chmod(0o755)
+
+
 def test_the_exit_status_says_pass_defect_or_incomplete(tmp_path):
     P, F, C = gpu_results.PASSED, gpu_results.FAILED, gpu_results.CUT
     assert _check(tmp_path, build=P, test=P, sanitize=P, bench=P).write_verdict() == 0
@@ -419,10 +426,25 @@ def test_an_import_crash_is_reported_as_a_crash(tmp_path, monkeypatch, init, wor
     kernels'."""
     (tmp_path / "site" / "crashy").mkdir(parents=True)
     (tmp_path / "site" / "crashy" / "__init__.py").write_text(init)
-    (tmp_path / "venv" / "bin").mkdir(parents=True)
-    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    _venv_of_this_python(tmp_path / "venv")
     monkeypatch.setattr(gpu_check, "is_cuda_package", lambda package: True)
     check = gpu_check.Check(tmp_path, 480, ["build"], ["crashy"], venv=tmp_path / "venv")
     check.env["PYTHONPATH"] = str(tmp_path / "site")
     problem, _ = gpu_check.installed_right(check, "crashy")
     assert problem is not None and problem.startswith(words)
+
+
+def test_the_bench_step_reads_its_rows_and_fails_where_cuda_is_missing(tmp_path):
+    """The bench step's command and its reading of the rows file, on a machine without CUDA:
+    the headline rows cannot be measured, which fails the step with the reason."""
+    pytest.importorskip("add_ext", reason="add_ext is not installed here")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the headline rows would be measured")
+    _venv_of_this_python(tmp_path / "venv")
+    check = gpu_check.Check(tmp_path, 480, ["bench"], ["add_ext"], venv=tmp_path / "venv")
+    assert gpu_check.step_bench(check) == gpu_results.FAILED
+    summary = (tmp_path / "summary.txt").read_text()
+    assert summary.startswith("gpu_check: bench: FAILED (exit 1; 0 rows; add_ext: ")
+    assert (tmp_path / "bench-rows.jsonl").exists() and (tmp_path / "bench-report.md").exists()

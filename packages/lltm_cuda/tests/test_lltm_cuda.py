@@ -189,3 +189,41 @@ def test_forward_past_2_to_the_31_elements():
                 got[rows].double().cpu(), want, atol=1e-4 * scale, rtol=1e-4,
                 msg=lambda m, n=name: f"{n}: {m}",
             )  # fmt: skip
+
+
+@pytest.mark.slow  # 24 GB on the GPU: not under compute-sanitizer
+def test_backward_past_2_to_the_31_elements():
+    """The backward op past 2^31 elements: gate_weights and d_gates (batch, 3 * state) hold
+    2.21e9, so the fused backward pass's offsets into them (row * 3 * state + ...) pass 2^31,
+    where a 32-bit offset first wraps. In float16 to keep it to 24 GB at the peak: 16
+    tensors of batch x state halves (1.5 GB each: the forward's saved results, grad_h,
+    grad_cell, d_gates, d_old_cell, d_X and d_old_h). Rows at the start, across 2^31 and at
+    the end equal the float64 reference (each row's d_old_h, d_input and d_old_cell depend
+    on its own inputs and the shared weights only)."""
+    batch, features, state = 180_000, 8, 4096  # 180,000 x 12,288 = 2.21e9 gate elements
+    torch.cuda.empty_cache()  # what earlier tests left in the caching allocator
+    if torch.cuda.mem_get_info()[0] < 30e9:
+        pytest.skip("needs 30 GB of free GPU memory")
+    dtype = torch.float16
+    g = torch.Generator(device="cuda").manual_seed(1)
+
+    def randn(*shape):
+        return torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+
+    bound = state**-0.5
+    weights = (torch.rand(3 * state, state + features, device="cuda", generator=g) * 2 - 1) * bound
+    bias = (torch.rand(3 * state, device="cuda", generator=g) * 2 - 1) * bound
+    weights, bias = weights.to(dtype), bias.to(dtype)
+    x, h, c = randn(batch, features), randn(batch, state), randn(batch, state)
+    across = 2**31 // (3 * state)  # the row whose gates hold element 2^31
+    rows = torch.tensor([0, 1, across - 1, across, across + 1, batch - 2, batch - 1]).cuda()
+    x_rows, h_rows, c_rows = (t[rows].cpu() for t in (x, h, c))
+    with torch.no_grad():
+        saved = lltm_cuda.forward(x, weights, bias, h, c)[1:]  # new_h is not needed
+    del x, h, c
+    grad_h, grad_cell = randn(batch, state), randn(batch, state)
+    d_old_h, d_input, _, _, d_old_cell = lltm_cuda.backward(grad_h, grad_cell, *saved, weights)
+    inputs = [x_rows, weights.cpu(), bias.cpu(), h_rows, c_rows]
+    expected = lltm_gradients(inputs, grad_h[rows].cpu(), grad_cell[rows].cpu())
+    for name, got in (("d_old_h", d_old_h), ("d_input", d_input), ("d_old_cell", d_old_cell)):
+        assert_close_scaled(got[rows], expected[name], dtype, name)

@@ -1281,6 +1281,31 @@ def test_cuda_past_2_to_the_31_elements():
 
 
 @pytest.mark.cuda
+@pytest.mark.slow  # 17 GB on the GPU: not under compute-sanitizer
+def test_cuda_backward_past_2_to_the_31_elements():
+    """The atomic backward into a (1, 1, 65600, 32768) grad_image: 2,149,580,800 elements,
+    its last 64 rows past 2^31, where a 32-bit offset first wraps. Needs 17 GB: grad_output
+    and grad_image, float32, 8.6 GB each. A shift by one pixel up and left, whose adjoint
+    moves each gradient back: grad_image[y, x] = grad_output[y - 1, x - 1] exactly (bilinear
+    taps of weight 1 and 0), zero on the first row and column. Rows at the start, across
+    2^31 and at the end."""
+    h, w = 65_600, 32_768
+    torch.cuda.empty_cache()  # what earlier tests left in the caching allocator
+    if torch.cuda.mem_get_info()[0] < 2 * 4 * h * w * 1.2:
+        pytest.skip("needs 21 GB of free GPU memory")
+    grad = torch.rand(1, 1, h, w, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
+    up_left = torch.tensor([[1.0, 0, -1], [0, 1, -1], [0, 0, 1]], device="cuda")
+    backward = torch.ops.warp_perspective.warp_perspective_backward
+    grad_image = backward(grad, up_left, [1, 1, h, w], "bilinear", "zeros")
+    for rows in (slice(0, 3), slice(2**31 // w - 2, 2**31 // w + 2), slice(h - 3, h)):
+        got = grad_image[0, 0, rows].cpu()
+        expected = torch.zeros_like(got)
+        first = 1 if rows.start == 0 else 0  # row 0 gets nothing
+        expected[first:, 1:] = grad[0, 0, rows.start + first - 1 : rows.stop - 1, :-1].cpu()
+        assert torch.equal(got, expected), f"rows {rows}"
+
+
+@pytest.mark.cuda
 def test_cuda_backward_alerts_nondeterminism():
     image = torch.rand(1, 1, 8, 8, device="cuda", requires_grad=True)
     out = warp(image, torch.eye(3, device="cuda"))

@@ -1,6 +1,13 @@
-"""shared_build.testing's collection hook: which tests it skips, and why."""
+"""shared_build.testing: which tests its collection hook skips, and why; what the
+side-stream helper does, in which order."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -116,3 +123,96 @@ def test_busy_side_stream_tells_the_current_stream_from_another(wrong_stream):
     wrong = testing.on_a_busy_side_stream(lambda: x.copy_(new), on_the_wrong_stream)
     torch.cuda.synchronize()
     assert (wrong == 0).all()  # read before the side stream's write: caught
+
+
+class FakeStream:
+    """What the side-stream helper calls on a torch.cuda.Stream, recorded in a log."""
+
+    def __init__(self, log: list[str], name: str = "side") -> None:
+        self.log, self.name = log, name
+
+    def wait_stream(self, other: FakeStream) -> None:
+        self.log.append(f"{self.name} waits for {other.name}")
+
+    def synchronize(self) -> None:
+        self.log.append(f"{self.name} synchronized")
+
+
+def fake_cuda(monkeypatch) -> list[str]:
+    """torch.cuda's streams, sleep and synchronize replaced by entries in the returned log:
+    the helper's order of work, without a GPU."""
+    log: list[str] = []
+    current = FakeStream(log, "current")
+
+    @contextlib.contextmanager
+    def stream(s: FakeStream):
+        log.append(f"on {s.name}")
+        yield
+        log.append(f"back from {s.name}")
+
+    monkeypatch.setattr(torch.cuda, "Stream", lambda: FakeStream(log))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: current)
+    monkeypatch.setattr(torch.cuda, "stream", stream)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: log.append("sleep"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: log.append("device synchronized"))
+    return log
+
+
+# After the warm-up: the timed run on the side stream.
+TIMED_RUN = [
+    "side waits for current", "on side", "sleep", "write", "op", "back from side",
+    "side synchronized", "current waits for side",
+]  # fmt: skip
+
+
+def test_busy_side_stream_warms_op_up_first_on_the_current_stream(monkeypatch):
+    log = fake_cuda(monkeypatch)
+    result = testing.on_a_busy_side_stream(
+        lambda: log.append("write"), lambda: log.append("op") or len(log)
+    )
+    assert log == ["op", "device synchronized", *TIMED_RUN]
+    assert result == 7  # the timed run's op: the warm-up's result is dropped
+
+
+def test_busy_side_stream_takes_a_warm_up_for_ops_with_effects(monkeypatch):
+    log = fake_cuda(monkeypatch)
+    testing.on_a_busy_side_stream(
+        lambda: log.append("write"), lambda: log.append("op"), lambda: log.append("warm up")
+    )
+    assert log == ["warm up", "device synchronized", *TIMED_RUN]
+
+
+LAZY_FIRST_LAUNCH = """
+import torch
+from shared_build import testing
+
+x, new = torch.zeros(1 << 20, device="cuda"), torch.ones(1 << 20, device="cuda")
+other = torch.cuda.Stream()
+torch.cuda.synchronize()  # x is made: the other stream waits for nothing
+
+
+def on_the_wrong_stream():
+    with torch.cuda.stream(other):
+        return torch.cumsum(x, 0)  # this process's first scan: its module loads lazily
+
+
+wrong = testing.on_a_busy_side_stream(lambda: x.copy_(new), on_the_wrong_stream)
+torch.cuda.synchronize()
+print(int(wrong[-1].item()))
+"""
+
+
+@pytest.mark.cuda
+def test_busy_side_stream_catches_a_first_launch_under_lazy_loading():
+    """A fresh process under CUDA_MODULE_LOADING=LAZY whose op launches a kernel for the
+    first time, on the wrong stream: the warm-up has loaded it, so it runs during the sleep
+    and reads x before the write (its sum is 0, not 2^20)."""
+    src = str(Path(testing.__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "CUDA_MODULE_LOADING": "LAZY", "PYTHONPATH": path}
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY_FIRST_LAUNCH],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "0", "the wrong-stream launch read the written input"

@@ -1335,11 +1335,15 @@ def test_cuda_stream_and_graph_capture():
         out.backward(grad_out)
         return out
 
+    def warm_up():  # the same launches, its gradient dropped
+        step()
+        x.grad = None
+
     # Forward reads x, backward grad_out, only after the side stream wrote them. (Imported
     # here: subprocesses import this module without the conftest.py that finds shared_build.)
     from shared_build.testing import on_a_busy_side_stream
 
-    out = on_a_busy_side_stream(write_inputs, step)
+    out = on_a_busy_side_stream(write_inputs, step, warm_up)
     expected = warp(new_x, m)
     expected.backward(new_grad_out)
     assert torch.equal(out, expected)

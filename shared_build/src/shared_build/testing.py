@@ -89,7 +89,11 @@ def file_scope(nodeid: str, spread: Iterable[str] = ()) -> str:
     return nodeid if f"{path}::{name.split('[', 1)[0]}" in spread else path
 
 
-def on_a_busy_side_stream(write_inputs: Callable[[], None], op: Callable[[], T]) -> T:
+def on_a_busy_side_stream(
+    write_inputs: Callable[[], None],
+    op: Callable[[], T],
+    warm_up: Callable[[], object] | None = None,
+) -> T:
     """``op()`` under ``torch.cuda.stream(side)``, queued behind a GPU sleep and then
     ``write_inputs()`` (in-place writes of op's inputs) on that side stream; returns op's
     result once the side stream is done.
@@ -97,9 +101,20 @@ def on_a_busy_side_stream(write_inputs: Callable[[], None], op: Callable[[], T])
     The proof that op launches its kernels on the current stream: a kernel put on any other
     stream (the legacy default stream, a stream of its own; PyTorch's side streams do not
     wait for the legacy one) runs during the sleep and reads the inputs before they are
-    written, so op's result is that of the old inputs."""
+    written, so op's result is that of the old inputs.
+
+    First ``warm_up()`` runs on the current stream and is waited for; by default it is
+    ``op()`` itself. Under lazy loading (CUDA_MODULE_LOADING=LAZY, CUDA's default) a
+    kernel's first launch loads its module, which may outlast the sleep, and a kernel on
+    the wrong stream would then read the inputs already written and pass unseen. Where op
+    has effects the caller checks (a backward accumulating into ``.grad``), pass a warm_up
+    that runs op and then undoes them (sets the grads to None). ``write_inputs`` should
+    launch no kernel for the first time (a ``copy_`` between tensors of one dtype is a
+    memcpy)."""
     import torch
 
+    (op if warm_up is None else warm_up)()
+    torch.cuda.synchronize()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())  # the inputs were made on the current one
     with torch.cuda.stream(side):

@@ -3,9 +3,10 @@
     python3 .ci/summary.py .nox/reports [SESSION ...]
 
 Reads the .nox/reports/<session>.json files that the noxfile's sessions write when they
-end (noxfile.Report), prints one row per session in the order named (every report when
-none is named), then a closing line `total: N passed, N failed, N skipped`. Exits 1 when
-a named session left no report (it never got to run) or any report says failed.
+end (shared_build.workspace.reports.Report), prints one row per session in the order
+named (every report when none is named), then a closing line `total: N passed, N failed,
+N skipped`. Exits 1 when a named session left no report (it never got to run) or any
+report says failed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-""".ci/summary.py, CI's closing table, on reports made here in the noxfile's format."""
+""".ci/summary.py, CI's closing table, on reports made here in the format of the sessions'
+reports (shared_build.workspace.reports)."""
 
 from __future__ import annotations
 

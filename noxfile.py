@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent
 # workspace package, from the checkout: a repository made from this one reuses it.
 sys.path.insert(0, str(ROOT / "shared_build" / "src"))
 from shared_build.workspace.abi import call_overhead  # noqa: E402
+from shared_build.workspace.ci import torch_id  # noqa: E402
 from shared_build.workspace.envs import (  # noqa: E402
     SanitizedEnv,
     TorchEnv,
@@ -91,14 +92,14 @@ def run_tests(session: nox.Session, torch: str) -> None:
 
 
 @nox.session(venv_backend="none")
-@nox.parametrize("torch", TORCH_VERSIONS, ids=[f"torch='{v}'" for v in TORCH_VERSIONS])
+@nox.parametrize("torch", TORCH_VERSIONS, ids=[torch_id(v) for v in TORCH_VERSIONS])
 def tests(session: nox.Session, torch: str) -> None:
     """Build every package against one torch and run all test suites on the installed packages."""
     run_tests(session, torch)
 
 
 @nox.session(venv_backend="none", default=False)
-@nox.parametrize("torch", TORCH_VERSIONS, ids=[f"torch='{v}'" for v in TORCH_VERSIONS])
+@nox.parametrize("torch", TORCH_VERSIONS, ids=[torch_id(v) for v in TORCH_VERSIONS])
 def test(session: nox.Session, torch: str) -> None:
     """The same as nox -s tests (every torch of the matrix, every suite)."""
     run_tests(session, torch)

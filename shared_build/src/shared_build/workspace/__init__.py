@@ -7,6 +7,7 @@
 - ``suites``: what the test sessions run and what the tests learn from nox
 - ``release``: the manylinux wheelhouse (auditwheel repair and show, twine, index.html)
 - ``abi``: nox -s abi_overhead's driver
+- ``ci``: the sessions CI runs, in lanes (``python -m shared_build.workspace ci-sessions``)
 
 ``import shared_build`` never imports this package, and nothing here imports nox: the
 functions take nox's session as an argument.

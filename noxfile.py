@@ -35,26 +35,11 @@ ROOT = Path(__file__).resolve().parent
 # The machinery (environments, wheel cache, locks, reports, release) is shared_build's
 # workspace package, from the checkout: a repository made from this one reuses it.
 sys.path.insert(0, str(ROOT / "shared_build" / "src"))
+from shared_build.workspace import ci, envs, suites  # noqa: E402
 from shared_build.workspace.abi import call_overhead  # noqa: E402
-from shared_build.workspace.ci import torch_id  # noqa: E402
-from shared_build.workspace.envs import (  # noqa: E402
-    SanitizedEnv,
-    TorchEnv,
-    all_requirements,
-    prepared_env,
-)
 from shared_build.workspace.release import build_wheelhouse, release_wheels  # noqa: E402
 from shared_build.workspace.repo import Repo, lowered_stable_target  # noqa: E402
 from shared_build.workspace.reports import reported  # noqa: E402
-from shared_build.workspace.suites import (  # noqa: E402
-    bench_versions,
-    dev_torch,
-    package_suites,
-    pytest_env,
-    pytest_workers,
-    skipped_env,
-    test_suites,
-)
 
 # Release builds of the stable-ABI packages: warp_perspective ships its built-in kernel only
 # (OpenCV, vendored by auditwheel, would add its libraries to every install; it stays a
@@ -79,27 +64,27 @@ nox.options.sessions = ["tests"]
 
 def run_tests(session: nox.Session, torch: str) -> None:
     with reported(session, REPO) as report:
-        env, packages = prepared_env(session, REPO, torch)
+        env, packages = envs.prepared_env(session, REPO, torch)
         report.envs.append(env)
         # The packaging tests install what nox -s release ships (tests/test_release.py).
         packaging = torch == REPO.packaging_torch() and not lowered_stable_target()
         release = release_wheels(session, env, packages) if packaging else None
         report.pytest(
-            env, *pytest_workers(), *test_suites(env, packages), *session.posargs,
-            env=pytest_env(env, release),
+            env, *suites.pytest_workers(), *suites.test_suites(env, packages), *session.posargs,
+            env=suites.pytest_env(env, release),
         )  # fmt: skip
         session.log(env.summary())
 
 
 @nox.session(venv_backend="none")
-@nox.parametrize("torch", TORCH_VERSIONS, ids=[torch_id(v) for v in TORCH_VERSIONS])
+@nox.parametrize("torch", TORCH_VERSIONS, ids=[ci.torch_id(v) for v in TORCH_VERSIONS])
 def tests(session: nox.Session, torch: str) -> None:
     """Build every package against one torch and run all test suites on the installed packages."""
     run_tests(session, torch)
 
 
 @nox.session(venv_backend="none", default=False)
-@nox.parametrize("torch", TORCH_VERSIONS, ids=[torch_id(v) for v in TORCH_VERSIONS])
+@nox.parametrize("torch", TORCH_VERSIONS, ids=[ci.torch_id(v) for v in TORCH_VERSIONS])
 def test(session: nox.Session, torch: str) -> None:
     """The same as nox -s tests (every torch of the matrix, every suite)."""
     run_tests(session, torch)
@@ -113,21 +98,21 @@ def dev(session: nox.Session) -> None:
     nox -s dev -- warp_perspective -k gradcheck  # what follows the package goes to pytest
     nox -s dev -- gc_cpp --torch 2.15.0
     """
-    version, args = dev_torch(session.posargs, TORCH_VERSIONS[0])
+    version, args = suites.dev_torch(session.posargs, TORCH_VERSIONS[0])
     packages = {p.name: p for p in REPO.discover_packages()}
     if not args or args[0] not in packages:
         session.error(
             f"name a package first: nox -s dev -- {{{','.join(sorted(packages))}}} [pytest args]"
         )
     package = packages[args.pop(0)]
-    env = TorchEnv(session, REPO, version)
+    env = envs.TorchEnv(session, REPO, version)
     with REPO.locked(env.path.name):
-        env.ensure(all_requirements(list(packages.values())))
+        env.ensure(envs.all_requirements(list(packages.values())))
         env.install_shared_build()
         # From source, also a stable-ABI package: its build folder keeps the objects, so a
         # change to one file recompiles that file only.
         env.install_package(package)
-    run_env = {**pytest_env(env), "REPO_ONCE_TORCH": "none"}
+    run_env = {**suites.pytest_env(env), "REPO_ONCE_TORCH": "none"}
     env.run(env.python, "-m", "pytest", "-q", str(package.root / "tests"), *args, env=run_env)
     if not args:  # and its cases of the cross-package property and robustness tests
         env.run(
@@ -142,24 +127,24 @@ def sanitize(session: nox.Session) -> None:
     """Every package built with ASan and UBSan; every suite but the slow tests, on every CPU path."""
     packages = REPO.discover_packages()
     with reported(session, REPO) as report:
-        env = SanitizedEnv(session, REPO, TORCH_VERSIONS[0])
+        env = envs.SanitizedEnv(session, REPO, TORCH_VERSIONS[0])
         report.envs.append(env)
         with REPO.locked(env.path.name):
-            env.ensure(all_requirements(packages))
+            env.ensure(envs.all_requirements(packages))
             # From source, the stable-ABI packages too: a sanitized build is never a wheel.
             env.install_packages(packages)
         properties = str(ROOT / "tests" / "test_properties.py")
-        suites = [*package_suites(env, packages), properties,
-                  str(ROOT / "tests" / "test_robustness.py")]  # fmt: skip
+        paths = [*suites.package_suites(env, packages), properties,
+                 str(ROOT / "tests" / "test_robustness.py")]  # fmt: skip
         log_dir = env.path / "sanitizer-logs"
         shutil.rmtree(log_dir, ignore_errors=True)
         log_dir.mkdir()
-        run_env = {**env.run_env(log_dir), **skipped_env(env)}
+        run_env = {**env.run_env(log_dir), **suites.skipped_env(env)}
         # Under xdist a worker that a sanitizer aborts fails its test ("worker crashed"),
         # and the sanitizer's report is in log_dir, printed below.
-        pytest = ["-p", "no:cacheprovider", *pytest_workers(), "-m", "not slow"]
+        pytest = ["-p", "no:cacheprovider", *suites.pytest_workers(), "-m", "not slow"]
         try:
-            report.pytest(env, *pytest, *suites, *session.posargs, env=run_env)
+            report.pytest(env, *pytest, *paths, *session.posargs, env=run_env)
             # The same ops on the CPU paths this machine does not pick by itself: the AVX2
             # loops (warp_perspective) and the portable ones (warp_perspective, add_ext's
             # float16).
@@ -181,19 +166,19 @@ def bench(session: nox.Session) -> None:
     (the README's figures are checked against the committed report). --publish writes the
     committed benchmarks/results/ (report, results.json, plots, raw files): run it on a
     quiet machine, under every torch (--all-torch), and commit what it wrote."""
-    versions, args = bench_versions(session.posargs, TORCH_VERSIONS)
+    versions, args = suites.bench_versions(session.posargs, TORCH_VERSIONS)
     publish = "--publish" in args
     args = [a for a in args if a != "--publish"]
     out_dir = ROOT / "benchmarks" / "results" if publish else BENCH_LOCAL
     raw_files = []
     for version in versions:
-        env, _ = prepared_env(session, REPO, version, bench=True)
+        env, _ = envs.prepared_env(session, REPO, version, bench=True)
         raw = out_dir / "raw" / f"torch-{version}.json"
         raw.parent.mkdir(parents=True, exist_ok=True)
         env.run(env.python, str(ROOT / "benchmarks" / "run.py"), "--output", str(raw),
                 "--skipped", json.dumps(env.skipped), *args)  # fmt: skip
         raw_files.append(str(raw))
-    last = TorchEnv(session, REPO, versions[-1])
+    last = envs.TorchEnv(session, REPO, versions[-1])
     last.run(last.python, str(ROOT / "benchmarks" / "report.py"), "--output-dir", str(out_dir),
              *raw_files)  # fmt: skip
     if publish:
@@ -242,7 +227,7 @@ def abi(session: nox.Session) -> None:
         for version in REPO.supported_torch:
             # Every environment installs the wheel file itself (prepared_env checks that
             # its libraries are the wheel's, byte for byte): pip cannot rebuild anything.
-            env, _ = prepared_env(session, REPO, version)
+            env, _ = envs.prepared_env(session, REPO, version)
             report.envs.append(env)
             for package in stable:
                 report.pytest(env, str(package.root / "tests"), *session.posargs)
@@ -281,7 +266,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def examples(session: nox.Session) -> None:
     """Build and run every example under examples/, stopping at the first failure."""
-    env, _ = prepared_env(session, REPO, TORCH_VERSIONS[0])
+    env, _ = envs.prepared_env(session, REPO, TORCH_VERSIONS[0])
     env.run(env.python, str(ROOT / "examples" / "run_all.py"), *session.posargs)
 
 

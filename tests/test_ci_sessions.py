@@ -45,5 +45,5 @@ def test_the_sessions_ci_names_are_the_noxfile_s() -> None:
         d for d in sessions["tests"].decorator_list if "parametrize" in ast.unparse(d)
     ]
     ids = next(k.value for k in parametrize.keywords if k.arg == "ids")
-    assert ast.unparse(ids) == "[torch_id(v) for v in TORCH_VERSIONS]"
+    assert ast.unparse(ids) == "[ci.torch_id(v) for v in TORCH_VERSIONS]"
     assert ast.unparse(parametrize.args[1]) == "TORCH_VERSIONS"

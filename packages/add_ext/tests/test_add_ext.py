@@ -9,7 +9,7 @@ import torch
 from torch.testing import assert_close
 
 import add_ext
-from shared_build.testing import on_a_busy_side_stream
+from shared_build.testing import need_free_gpu_memory, on_a_busy_side_stream
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -392,10 +392,6 @@ def test_non_number_alpha_gets_the_ops_error():
         add_ext.add(torch.randn(2), torch.randn(2), alpha="2")  # type: ignore[arg-type]
 
 
-def _free_cuda_bytes() -> int:
-    return torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else 0
-
-
 @pytest.mark.cuda
 @pytest.mark.slow  # 13 GB on the GPU: not under compute-sanitizer
 def test_cuda_past_2_to_the_31_elements():
@@ -406,9 +402,7 @@ def test_cuda_past_2_to_the_31_elements():
     past 2^31. Slices at the start, across 2^31 and at the end equal the float32 reference.
     Needs 13 GB: x and y of n + 1 elements and one output of n, 4.3 GB each."""
     n = 2**31 + 1001
-    torch.cuda.empty_cache()  # what earlier tests left in the caching allocator
-    if _free_cuda_bytes() < 3 * 2 * (n + 1) * 1.2:
-        pytest.skip("needs 16 GB of free GPU memory")
+    need_free_gpu_memory(16)  # 13 GB and a margin
     g = torch.Generator(device="cuda").manual_seed(0)
     x_all, y_all = (
         torch.randn(n + 1, device="cuda", dtype=torch.float16, generator=g) for _ in range(2)

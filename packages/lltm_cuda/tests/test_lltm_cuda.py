@@ -20,7 +20,7 @@ from lltm_common.suite import *  # noqa: F403  (the shared cases, run here again
 from lltm_common.suite import DTYPES, GRAD_NAMES
 
 import lltm_cuda
-from shared_build.testing import on_a_busy_side_stream
+from shared_build.testing import need_free_gpu_memory, on_a_busy_side_stream
 
 pytestmark = pytest.mark.cuda
 
@@ -172,8 +172,7 @@ def test_forward_past_2_to_the_31_elements():
     fused pointwise pass first wraps: the first and last rows equal the float64 reference
     (each row of the LLTM depends on its own inputs and the shared weights only)."""
     batch, features, state = 180_000, 8, 4096  # 180,000 x 12,288 = 2.21e9 gate elements
-    if torch.cuda.mem_get_info()[0] < 48e9:
-        pytest.skip("needs 48 GB of free GPU memory")
+    need_free_gpu_memory(48)
     g = torch.Generator(device="cuda").manual_seed(0)
     bound = state**-0.5
     weights = (torch.rand(3 * state, state + features, device="cuda", generator=g) * 2 - 1) * bound
@@ -205,9 +204,7 @@ def test_backward_past_2_to_the_31_elements():
     the end equal the float64 reference (each row's d_old_h, d_input and d_old_cell depend
     on its own inputs and the shared weights only)."""
     batch, features, state = 180_000, 8, 4096  # 180,000 x 12,288 = 2.21e9 gate elements
-    torch.cuda.empty_cache()  # what earlier tests left in the caching allocator
-    if torch.cuda.mem_get_info()[0] < 30e9:
-        pytest.skip("needs 30 GB of free GPU memory")
+    need_free_gpu_memory(30)
     dtype = torch.float16
     g = torch.Generator(device="cuda").manual_seed(1)
 

@@ -1270,8 +1270,9 @@ def test_cuda_past_2_to_the_31_elements():
     """A (1, 1, 46341, 46341) image: 2,147,488,281 elements, past 2^31 where a 32-bit
     offset first wraps. A shift down by one row: the last rows must be the image's."""
     side = 46_341
-    if torch.cuda.mem_get_info()[0] < 2 * 4 * side * side * 1.2:
-        pytest.skip("needs 21 GB of free GPU memory")
+    from shared_build.testing import need_free_gpu_memory  # (see the stream test)
+
+    need_free_gpu_memory(21)  # 17 GB and a margin
     image = torch.rand(1, 1, side, side, device="cuda")
     down = torch.tensor([[1.0, 0, 0], [0, 1, 1], [0, 0, 1]], device="cuda")
     out = warp(image, down)
@@ -1290,9 +1291,9 @@ def test_cuda_backward_past_2_to_the_31_elements():
     taps of weight 1 and 0), zero on the first row and column. Rows at the start, across
     2^31 and at the end."""
     h, w = 65_600, 32_768
-    torch.cuda.empty_cache()  # what earlier tests left in the caching allocator
-    if torch.cuda.mem_get_info()[0] < 2 * 4 * h * w * 1.2:
-        pytest.skip("needs 21 GB of free GPU memory")
+    from shared_build.testing import need_free_gpu_memory  # (see the stream test)
+
+    need_free_gpu_memory(21)  # 17 GB and a margin
     grad = torch.rand(1, 1, h, w, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
     up_left = torch.tensor([[1.0, 0, -1], [0, 1, -1], [0, 0, 1]], device="cuda")
     backward = torch.ops.warp_perspective.warp_perspective_backward

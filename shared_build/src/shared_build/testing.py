@@ -126,6 +126,18 @@ def on_a_busy_side_stream(
     return result
 
 
+def need_free_gpu_memory(gigabytes: float) -> None:
+    """Skip the calling test unless the GPU has ``gigabytes`` free, after handing back what
+    earlier tests left in the caching allocator. The GPU check (.ci/gpu_check.py) runs such
+    tests alone and fails this skip ("needs N GB of free GPU memory") on a GPU that has N GB
+    in all: it would hide the test."""
+    import torch
+
+    torch.cuda.empty_cache()
+    if torch.cuda.mem_get_info()[0] < gigabytes * 1e9:
+        pytest.skip(f"needs {gigabytes:g} GB of free GPU memory")
+
+
 def common_tests(package: Path, common: str) -> None:
     """Put the tests/ folder of the common source folder ``common`` (``[tool.shared_build]
     common``) first on sys.path: the sdist's vendored copy (``_vendor/<common>``), else the

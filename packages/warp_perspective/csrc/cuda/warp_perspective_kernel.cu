@@ -135,9 +135,11 @@ __device__ __forceinline__ scalar_t to_scalar(acc_t v) {
 }
 
 // One thread per destination pixel computes the source coordinate once, in
-// double as OpenCV and the CPU kernels do (so nearest sampling picks the same
-// pixel on every backend), and then samples every channel. Each block inverts
-// its image's matrix once, into shared memory. The image may have any strides.
+// double as OpenCV and the CPU's float64 loop do (so nearest sampling picks
+// their pixel even at a tie; the CPU's float32 and uint8 loops fuse
+// multiply-adds, and may take the neighbour at an exact tie), and then samples
+// every channel. Each block inverts its image's matrix once, into shared
+// memory. The image may have any strides.
 template <typename scalar_t, bool kNearest, bool kBorder>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     forward_kernel(const scalar_t* __restrict__ src,

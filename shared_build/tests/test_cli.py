@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from shared_build import cli, doctor, knobs, scaffold, setup_helpers
+from shared_build import cli, doctor, knobs, scaffold
+from shared_build.config import read_config
 from shared_build.errors import BuildError
+from shared_build.setup_args import runtime_requirements
+from shared_build.torch_facts import STABLE_TARGET
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -232,12 +235,12 @@ def test_new_stable_abi_writes_every_slot(tmp_path):
     assert not re.search(r"\{\{[a-z_]+\}\}", text)
     pyproject = (target / "pyproject.toml").read_text()
     assert 'abi = "stable"' in pyproject
-    assert f'"torch=={setup_helpers.STABLE_TARGET}.0"' in pyproject
-    config = setup_helpers.read_config(target)
+    assert f'"torch=={STABLE_TARGET}.0"' in pyproject
+    config = read_config(target)
     assert config.abi == "stable"
     # Its wheel's metadata: the target and every newer torch.
-    requirements = setup_helpers.runtime_requirements(config, {}, None)
-    assert requirements[0] == f"torch>={setup_helpers.STABLE_TARGET}"
+    requirements = runtime_requirements(config, {}, None)
+    assert requirements[0] == f"torch>={STABLE_TARGET}"
     # Only the stable API: no ATen, c10 or torch/library.h include in the C++.
     sources = "".join(p.read_text() for p in (target / "csrc").rglob("*.*"))
     assert not re.search(r"#include <(ATen|c10)/|torch/library\.h", sources)

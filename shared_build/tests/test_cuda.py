@@ -400,7 +400,7 @@ def test_real_compiler_here_if_any(tmp_path):
 
     if torch.version.cuda is None:
         pytest.skip(f"torch {torch.__version__} is a CPU-only build")
-    from shared_build.setup_helpers import _site_dirs
+    from shared_build.torch_facts import site_dirs as _site_dirs
 
     chosen = cuda.select_toolkit(
         dict(os.environ), torch.version.cuda, _site_dirs(torch), str(tmp_path / "home")

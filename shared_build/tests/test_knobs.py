@@ -8,6 +8,8 @@ import pytest
 
 from shared_build import knobs
 from shared_build.errors import BuildError
+from shared_build.flags import compile_args, openmp_compile_args, sanitize_args, warning_args
+from shared_build.torch_facts import stable_target
 
 GiB = 1 << 30
 
@@ -57,8 +59,8 @@ def test_debug_rejects_unknown_values():
 
 def test_werror_adds_warnings_and_makes_other_headers_system_headers():
     assert knobs.is_werror({"WERROR": "1"}) and not knobs.is_werror({})
-    assert knobs.warning_args(False, ["/torch/include"]) == []
-    assert knobs.warning_args(True, ["/torch/include", "/py"]) == [
+    assert warning_args(False, ["/torch/include"]) == []
+    assert warning_args(True, ["/torch/include", "/py"]) == [
         "-Wall", "-Wextra", "-Werror", "-isystem", "/torch/include", "-isystem", "/py",
     ]  # fmt: skip
     with pytest.raises(BuildError, match="WERROR='maybe' is not understood"):
@@ -66,14 +68,14 @@ def test_werror_adds_warnings_and_makes_other_headers_system_headers():
 
 
 def test_compile_args_release_and_debug():
-    release = knobs.compile_args(debug=False, with_cuda=True)
+    release = compile_args(debug=False, with_cuda=True)
     # -g0: Python's CFLAGS bring -g, and a release library carries no debug info.
     assert release["cxx"] == ["-O3", "-g0"]
     assert "-O3" in release["nvcc"] and "-lineinfo" in release["nvcc"]
-    debug = knobs.compile_args(debug=True, with_cuda=True)
+    debug = compile_args(debug=True, with_cuda=True)
     assert debug["cxx"] == ["-O0", "-g"]
     assert debug["nvcc"] == ["-O0", "-g", "-G"]
-    assert "nvcc" not in knobs.compile_args(debug=False, with_cuda=False)
+    assert "nvcc" not in compile_args(debug=False, with_cuda=False)
 
 
 @pytest.mark.parametrize(
@@ -120,9 +122,9 @@ def test_memory_and_cores_are_readable_here():
 
 
 def test_openmp_flag_only_for_openmp_torch_on_linux():
-    assert knobs.openmp_compile_args(True, "linux") == ["-fopenmp"]
-    assert knobs.openmp_compile_args(False, "linux") == []
-    assert knobs.openmp_compile_args(True, "darwin") == []
+    assert openmp_compile_args(True, "linux") == ["-fopenmp"]
+    assert openmp_compile_args(False, "linux") == []
+    assert openmp_compile_args(True, "darwin") == []
 
 
 @pytest.mark.parametrize(
@@ -146,15 +148,15 @@ def test_sanitizers_rejects_unknown_names():
 
 
 def test_sanitize_args():
-    assert knobs.sanitize_args(()) == ([], [])
-    cxx, link = knobs.sanitize_args(("address", "undefined"))
+    assert sanitize_args(()) == ([], [])
+    cxx, link = sanitize_args(("address", "undefined"))
     assert link == ["-fsanitize=address,undefined"]
     assert "-fsanitize=address,undefined" in cxx and "-fno-omit-frame-pointer" in cxx
     # After compile_args' flags on the command line, so the last -O is the sanitizers'.
-    release = knobs.compile_args(debug=False, with_cuda=False)["cxx"] + cxx
+    release = compile_args(debug=False, with_cuda=False)["cxx"] + cxx
     assert [f for f in release if f.startswith("-O")][-1] == "-O1"
-    debug = knobs.compile_args(debug=True, with_cuda=False)["cxx"]
-    debug += knobs.sanitize_args(("address",), debug=True)[0]
+    debug = compile_args(debug=True, with_cuda=False)["cxx"]
+    debug += sanitize_args(("address",), debug=True)[0]
     assert [f for f in debug if f.startswith("-O")][-1] == "-O0"
 
 
@@ -169,7 +171,7 @@ def test_sanitize_args():
     ],
 )
 def test_stable_target(env, torch_version, expected):
-    assert knobs.stable_target(env, "2.13", torch_version) == expected
+    assert stable_target(env, "2.13", torch_version) == expected
 
 
 @pytest.mark.parametrize(
@@ -187,4 +189,4 @@ def test_stable_target(env, torch_version, expected):
 )
 def test_stable_target_errors(env, torch_version, message):
     with pytest.raises(BuildError, match=message):
-        knobs.stable_target(env, "2.13", torch_version)
+        stable_target(env, "2.13", torch_version)

@@ -11,7 +11,7 @@ from importlib import metadata
 import pytest
 
 from shared_build import runtime
-from shared_build.setup_helpers import render_build_info
+from shared_build.build_info import render_build_info
 
 INFO = {
     "package": "add_ext",

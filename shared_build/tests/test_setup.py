@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import shutil
 import subprocess
@@ -11,8 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from shared_build import knobs, setup_helpers
+from shared_build import knobs, setup_helpers, torch_facts
+from shared_build.build_info import git_provenance
+from shared_build.commands import check_cxx_runtime, keep_objects_inside, remove_stale_modules
+from shared_build.config import (
+    BuildConfig,
+    is_metadata_only,
+    merge_options,
+    read_config,
+    wheel_hook,
+)
+from shared_build.cuda import CudaBuild, resolve_cuda
 from shared_build.errors import BuildError
+from shared_build.extensions import collect_sources, make_extensions
+from shared_build.flags import INCLUDE_DIR, Flags, compile_flags, cxx_runtime_link_args
+from shared_build.knobs import Knobs
+from shared_build.setup_args import build_tag, runtime_requirements
+from shared_build.torch_facts import STABLE_TARGET, TorchFacts, require_ninja
 
 
 def make_package(tmp_path, tool_table: str = "", files=("csrc/op.cpp",), name="demo"):
@@ -39,7 +55,7 @@ def make_package(tmp_path, tool_table: str = "", files=("csrc/op.cpp",), name="d
 
 
 def test_read_config_defaults(tmp_path):
-    config = setup_helpers.read_config(make_package(tmp_path))
+    config = read_config(make_package(tmp_path))
     assert (
         config.name,
         config.version,
@@ -58,27 +74,24 @@ def test_read_config_defaults(tmp_path):
 
 
 def test_read_config_limited_api_off(tmp_path):
-    assert (
-        setup_helpers.read_config(make_package(tmp_path, "limited_api = false\n")).limited_api
-        is False
-    )
+    assert read_config(make_package(tmp_path, "limited_api = false\n")).limited_api is False
 
 
 def test_read_config_infers_optional_cuda_from_cu_files(tmp_path):
     root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/cuda/op_kernel.cu"))
-    assert setup_helpers.read_config(root).cuda == "optional"
+    assert read_config(root).cuda == "optional"
 
 
 def test_read_config_rejects_unknown_keys(tmp_path):
     root = make_package(tmp_path, 'cudaa = "required"\n')
     with pytest.raises(BuildError, match=r"unknown keys \['cudaa'\]"):
-        setup_helpers.read_config(root)
+        read_config(root)
 
 
 def test_read_config_extra_compile_args_reach_the_compiler(tmp_path):
     root = make_package(tmp_path, 'extra_compile_args = { cxx = ["-ffp-contract=off"] }\n')
-    config = setup_helpers.read_config(root)
-    options = setup_helpers.merge_options(config.extra, {"extra_compile_args": {"cxx": ["-O2"]}})
+    config = read_config(root)
+    options = merge_options(config.extra, {"extra_compile_args": {"cxx": ["-O2"]}})
     assert options.extra_compile_args == {"cxx": ["-ffp-contract=off", "-O2"]}
 
 
@@ -88,19 +101,19 @@ def test_read_config_extra_compile_args_reach_the_compiler(tmp_path):
 def test_read_config_rejects_malformed_extra_compile_args(tmp_path, value):
     root = make_package(tmp_path, f"extra_compile_args = {value}\n")
     with pytest.raises(BuildError, match='keyed by "cxx" and "nvcc"'):
-        setup_helpers.read_config(root)
+        read_config(root)
 
 
 def test_read_config_rejects_bad_cuda_value(tmp_path):
     root = make_package(tmp_path, 'cuda = "sometimes"\n', files=("csrc/a.cu",))
     with pytest.raises(BuildError, match="cuda = 'sometimes'"):
-        setup_helpers.read_config(root)
+        read_config(root)
 
 
 def test_read_config_cuda_without_cu_files(tmp_path):
     root = make_package(tmp_path, 'cuda = "required"\n')
     with pytest.raises(BuildError, match="has no .cu file"):
-        setup_helpers.read_config(root)
+        read_config(root)
 
 
 def test_collect_sources_cpu_and_cuda(tmp_path):
@@ -114,11 +127,11 @@ def test_collect_sources_cpu_and_cuda(tmp_path):
             "csrc/op.h",
         ),
     )
-    assert setup_helpers.collect_sources(root, with_cuda=False) == [
+    assert collect_sources(root, with_cuda=False) == [
         "csrc/cpu/op_kernel.cpp",
         "csrc/op.cpp",
     ]
-    assert setup_helpers.collect_sources(root, with_cuda=True) == [
+    assert collect_sources(root, with_cuda=True) == [
         "csrc/cpu/op_kernel.cpp",
         "csrc/cuda/helper.cpp",
         "csrc/cuda/op_kernel.cu",
@@ -142,13 +155,13 @@ def test_common_folder_sources_and_python(tmp_path):
     setuptools takes no others), its python/ installs as <name>._<folder without _common>."""
     make_common(tmp_path)
     root = make_package(tmp_path, 'common = "../demo_common"\n')
-    config = setup_helpers.read_config(root)
+    config = read_config(root)
     assert config.common == (tmp_path / "demo_common").resolve()
-    assert setup_helpers.collect_sources(root, with_cuda=False, common=config.common) == [
+    assert collect_sources(root, with_cuda=False, common=config.common) == [
         "csrc/op.cpp",
         "../demo_common/csrc/shared.cpp",
     ]
-    assert "../demo_common/csrc/cuda/shared_kernel.cu" in setup_helpers.collect_sources(
+    assert "../demo_common/csrc/cuda/shared_kernel.cu" in collect_sources(
         root, with_cuda=True, common=config.common
     )
     kwargs = setup_helpers._setup_kwargs(root, {}, ["setup.py", "egg_info"], {})
@@ -160,13 +173,13 @@ def test_common_folder_prefers_the_vendored_copy(tmp_path):
     make_common(tmp_path)
     root = make_package(tmp_path, 'common = "../demo_common"\n')
     make_common(root / "_vendor")
-    assert setup_helpers.read_config(root).common == (root / "_vendor" / "demo_common").resolve()
+    assert read_config(root).common == (root / "_vendor" / "demo_common").resolve()
 
 
 def test_common_folder_missing(tmp_path):
     root = make_package(tmp_path, 'common = "../nowhere"\n')
     with pytest.raises(BuildError, match="common = '../nowhere': neither .* has a csrc/ folder"):
-        setup_helpers.read_config(root)
+        read_config(root)
 
 
 def test_objects_of_common_sources_stay_in_the_build_folder():
@@ -175,7 +188,7 @@ def test_objects_of_common_sources_stay_in_the_build_folder():
             return [f"{output_dir}/{s.rsplit('.', 1)[0]}.o" for s in sources]
 
     compiler = Compiler()
-    setup_helpers.keep_objects_inside(compiler)
+    keep_objects_inside(compiler)
     assert compiler.object_filenames(["csrc/op.cpp", "../../c/csrc/x.cpp"], output_dir="t") == [
         "t/csrc/op.o",
         "t/_up/_up/c/csrc/x.o",
@@ -185,13 +198,13 @@ def test_objects_of_common_sources_stay_in_the_build_folder():
 def test_collect_sources_rejects_same_base_name(tmp_path):
     root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.cu"))
     with pytest.raises(BuildError, match=r"csrc/op.cpp and csrc/op.cu would both compile to op.o"):
-        setup_helpers.collect_sources(root, with_cuda=True)
+        collect_sources(root, with_cuda=True)
 
 
 def test_collect_sources_needs_sources(tmp_path):
     root = make_package(tmp_path, files=("csrc/readme.txt",))
     with pytest.raises(BuildError, match="has no .cpp or .cu sources"):
-        setup_helpers.collect_sources(root, with_cuda=False)
+        collect_sources(root, with_cuda=False)
 
 
 @pytest.mark.parametrize(
@@ -208,7 +221,7 @@ def test_collect_sources_needs_sources(tmp_path):
     ],
 )
 def test_metadata_only(argv, expected):
-    assert setup_helpers.is_metadata_only(argv) is expected
+    assert is_metadata_only(argv) is expected
 
 
 def test_metadata_only_run_needs_no_torch(tmp_path, monkeypatch):
@@ -263,7 +276,7 @@ RUNNER = "/tmp/pip-env/lib/python3.11/site-packages/pip/_vendor/pyproject_hooks/
     ],
 )
 def test_wheel_hook(orig_argv, hook):
-    assert setup_helpers.wheel_hook(orig_argv) == hook
+    assert wheel_hook(orig_argv) == hook
 
 
 def hide_torch(monkeypatch):
@@ -303,22 +316,22 @@ def test_setup_kwargs_exits_with_the_sentence(tmp_path, monkeypatch):
 
 
 def test_require_ninja_missing(monkeypatch):
-    monkeypatch.setattr(setup_helpers.shutil, "which", lambda *a, **k: None)
-    monkeypatch.setattr(setup_helpers.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(torch_facts.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(torch_facts.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(BuildError, match="ninja is required .*; pip install ninja"):
-        setup_helpers.require_ninja({"PATH": "/nowhere"})
+        require_ninja({"PATH": "/nowhere"})
 
 
 def test_require_ninja_adds_the_pip_package_folder_to_path(monkeypatch, tmp_path):
     folder = str(tmp_path)
-    monkeypatch.setattr(setup_helpers.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(torch_facts.sys, "executable", str(tmp_path / "python"))
     monkeypatch.setattr(
-        setup_helpers.shutil,
+        torch_facts.shutil,
         "which",
         lambda name, path=None: f"{folder}/ninja" if path == folder else None,
     )
     env = {"PATH": "/usr/bin"}
-    assert setup_helpers.require_ninja(env) == f"{folder}/ninja"
+    assert require_ninja(env) == f"{folder}/ninja"
     assert env["PATH"].startswith(folder)
 
 
@@ -354,7 +367,9 @@ def test_sdist_carries_sources_and_shared_build(tmp_path):
     (root / "build" / "junk.o").write_text("")
     names = sdist_names(root, tmp_path / "dist")
     assert {"csrc/op.cpp", "csrc/op.h", "tests/test_demo.py", "pyproject.toml", "setup.py"} <= names
-    assert "_vendor/shared_build/setup_helpers.py" in names
+    # Every module of shared_build: a build from the sdist runs every step.
+    modules = {p.name for p in Path(setup_helpers.__file__).parent.glob("*.py")}
+    assert {f"_vendor/shared_build/{m}" for m in modules} <= names
     assert "_vendor/shared_build/include/shared_build/python_module.h" in names
     assert not any(name.startswith("build/") for name in names)
 
@@ -386,7 +401,7 @@ def test_remove_stale_modules_keeps_only_the_target(tmp_path: Path) -> None:
     ):
         (folder / name).write_text("x")
     target = folder / "_C.cpython-311-x86_64-linux-gnu.so"
-    removed = setup_helpers.remove_stale_modules(target)
+    removed = remove_stale_modules(target)
     assert sorted(p.name for p in removed) == ["_C.abi3.so", "_C.so"]
     assert sorted(p.name for p in folder.iterdir()) == [
         "_C.cpython-311-x86_64-linux-gnu.so",
@@ -398,7 +413,7 @@ def test_remove_stale_modules_keeps_only_the_target(tmp_path: Path) -> None:
 
 
 def test_remove_stale_modules_without_a_folder_yet(tmp_path: Path) -> None:
-    assert setup_helpers.remove_stale_modules(tmp_path / "missing" / "_C.abi3.so") == []
+    assert remove_stale_modules(tmp_path / "missing" / "_C.abi3.so") == []
 
 
 def _dynamic(root: Path) -> Path:
@@ -419,15 +434,15 @@ def _dynamic(root: Path) -> Path:
         # An sdist's metadata (no torch imported): the oldest a build can take.
         ("full", None, {}, "torch>=2.11"),
         # The stable ABI: the target and newer, under any torch that can build it.
-        ("stable", "2.15.0", {}, f"torch>={setup_helpers.STABLE_TARGET}"),
-        ("stable", None, {}, f"torch>={setup_helpers.STABLE_TARGET}"),
+        ("stable", "2.15.0", {}, f"torch>={STABLE_TARGET}"),
+        ("stable", None, {}, f"torch>={STABLE_TARGET}"),
         ("stable", "2.11.0+cu130", {"SHARED_BUILD_STABLE_TARGET": "2.11"}, "torch>=2.11"),
     ],
 )
 def test_runtime_requirements_follow_the_abi(tmp_path, abi, torch_version, env, expected):
     root = _dynamic(make_package(tmp_path, f'abi = "{abi}"\ndependencies = ["numpy"]\n'))
-    config = setup_helpers.read_config(root)
-    assert setup_helpers.runtime_requirements(config, env, torch_version) == [
+    config = read_config(root)
+    assert runtime_requirements(config, env, torch_version) == [
         expected,
         "packaging",
         "numpy",
@@ -435,33 +450,33 @@ def test_runtime_requirements_follow_the_abi(tmp_path, abi, torch_version, env, 
 
 
 def test_static_dependencies_are_left_alone(tmp_path):
-    config = setup_helpers.read_config(make_package(tmp_path))
-    assert setup_helpers.runtime_requirements(config, {}, "2.14.1") is None
+    config = read_config(make_package(tmp_path))
+    assert runtime_requirements(config, {}, "2.14.1") is None
 
 
 def test_extra_dependencies_need_dynamic_dependencies(tmp_path):
     with pytest.raises(BuildError, match=r'dynamic = \["dependencies"\]; list them in'):
-        setup_helpers.read_config(make_package(tmp_path, 'dependencies = ["numpy"]\n'))
+        read_config(make_package(tmp_path, 'dependencies = ["numpy"]\n'))
 
 
 def test_git_provenance(tmp_path):
     import subprocess
 
-    assert setup_helpers.git_provenance(tmp_path) == {"git_commit": None, "git_dirty": None}
+    assert git_provenance(tmp_path) == {"git_commit": None, "git_dirty": None}
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
     (tmp_path / "a.txt").write_text("1")
     subprocess.run([*git, "add", "a.txt"], check=True)
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    assert setup_helpers.git_provenance(tmp_path) == {
+    assert git_provenance(tmp_path) == {
         "git_commit": head.strip(),
         "git_dirty": False,
     }
     (tmp_path / "untracked.txt").write_text("not part of the build's sources")
-    assert setup_helpers.git_provenance(tmp_path)["git_dirty"] is False
+    assert git_provenance(tmp_path)["git_dirty"] is False
     (tmp_path / "a.txt").write_text("2")
-    assert setup_helpers.git_provenance(tmp_path)["git_dirty"] is True
+    assert git_provenance(tmp_path)["git_dirty"] is True
 
 
 # ---- the named steps of _setup_kwargs ------------------------------------------------------
@@ -480,7 +495,7 @@ def test_merge_options_merges_each_key_once_config_first():
         "extra_compile_args": {"cxx": ["-DX"], "nvcc": ["-lineinfo"]},
         "build_info": {"backend": "opencv"},
     }
-    options = setup_helpers.merge_options(extra, overrides)
+    options = merge_options(extra, overrides)
     assert options.include_dirs == ["/cfg/include", "/over/include"]
     assert options.libraries == ["opencv_core"]
     assert options.library_dirs == []
@@ -493,24 +508,18 @@ def test_merge_options_merges_each_key_once_config_first():
 
 
 def test_build_tag_names_every_combination():
-    tag = setup_helpers.build_tag("2.14.1+cu130", True, True, ["address", "undefined"])
+    tag = build_tag("2.14.1+cu130", True, True, ["address", "undefined"])
     assert tag == f"torch2.14.1_cu130-{sys.implementation.cache_tag}-cuda-debug-address-undefined"
-    assert setup_helpers.build_tag("2.13.0+cpu", False, False, []) == (
+    assert build_tag("2.13.0+cpu", False, False, []) == (
         f"torch2.13.0_cpu-{sys.implementation.cache_tag}"
     )
 
 
 def test_resolve_cuda_off_for_a_package_without_cuda(tmp_path):
-    class CudaTorch:
-        __version__ = "2.14.1+cu130"
-
-        class version:
-            cuda = "13.0"
-
-    config = setup_helpers.read_config(make_package(tmp_path))
-    env: dict[str, str] = {}
-    assert setup_helpers.resolve_cuda(env, config, CudaTorch, tmp_path) == setup_helpers.CudaBuild()
-    assert env == {}  # no CUDA_HOME, no arch list
+    config = BuildConfig(read_config(make_package(tmp_path)), build_root=tmp_path, env={})
+    facts = TorchFacts("2.14.1+cu130", cuda="13.0")
+    assert resolve_cuda(config, facts) == CudaBuild()
+    assert config.env == {}  # no CUDA_HOME, no arch list
 
 
 def _macros(extension) -> dict[str, str | None]:
@@ -533,21 +542,17 @@ def test_make_extensions(tmp_path, abi, cuda, expected):
     cpp_extension = pytest.importorskip("torch.utils.cpp_extension")
     if cuda and cpp_extension.CUDA_HOME is None:
         pytest.skip("CUDAExtension needs a CUDA toolkit (CUDA_HOME) to list its libraries")
-    table = f'abi = "{abi}"\ncuda = "optional"\ndefine_macros = ["FROM_CONFIG"]\n'
+    table = f'abi = "{abi}"\ncuda = "optional"\n'
     root = make_package(tmp_path, table, files=("csrc/op.cpp", "csrc/cuda/op_kernel.cu"))
-    config = setup_helpers.read_config(root)
-    options = setup_helpers.merge_options(config.extra, {"libraries": ["m"]})
-    flags = setup_helpers.Flags({"cxx": ["-O3"], "nvcc": ["-O3"]}, ["/inc"])
-    sources = setup_helpers.collect_sources(root, cuda, None)
-    extensions, cuda_library = setup_helpers.make_extensions(
-        config,
-        sources,
-        flags,
-        options,
-        setup_helpers.CudaBuild(enabled=cuda),
-        ["-fsanitize=address"],
-        "2.13" if abi == "stable" else None,
+    package = read_config(root)
+    flags = Flags(
+        {"cxx": ["-O3"], "nvcc": ["-O3"]},
+        ["/inc"],
+        link_args=["-l:libstdc++.so.6", "-fsanitize=address"],
+        define_macros=[("FROM_CONFIG", None)],
+        libraries=["m"],
     )
+    extensions, cuda_library = make_extensions(package, CudaBuild(enabled=cuda), flags)
     got = [
         (
             e.name,
@@ -561,31 +566,38 @@ def test_make_extensions(tmp_path, abi, cuda, expected):
     assert cuda_library == ("_C_cuda" if abi == "stable" and cuda else None)
     main = extensions[0]
     assert _macros(main)["FROM_CONFIG"] is None
-    assert ("TORCH_TARGET_VERSION" in _macros(main)) == (abi == "stable")
     assert main.libraries[0] == "m"
     # Every library links the same way: the sanitizer runtime, the shared libstdc++.
     for extension in extensions:
-        assert extension.extra_link_args[-1] == "-fsanitize=address", extension.name
-    # cpp_extension adds to the lists it is given: neither the merged options nor the
-    # flags shared by the two extensions are touched.
-    assert options.libraries == ["m"]
+        assert extension.extra_link_args[-2:] == flags.link_args, extension.name
+    # cpp_extension adds to the lists it is given: the flags shared by the two extensions
+    # are left as they were.
     assert flags.include_dirs == ["/inc"]
+    assert flags.libraries == ["m"]
     assert flags.compile_args == {"cxx": ["-O3"], "nvcc": ["-O3"]}
 
 
-def test_compile_flags_order_and_include_folders(tmp_path):
+@pytest.mark.parametrize("abi", ["full", "stable"])
+def test_compile_flags_order_and_include_folders(tmp_path, abi):
     pytest.importorskip("torch")
-    root = make_package(tmp_path, 'include_dirs = ["/cfg/include"]\n')
-    config = setup_helpers.read_config(root)
-    options = setup_helpers.merge_options(
-        config.extra, {"include_dirs": ["/over"], "extra_compile_args": {"cxx": ["-DEXTRA"]}}
+    table = f'abi = "{abi}"\ninclude_dirs = ["/cfg/include"]\ndefine_macros = ["FROM_CONFIG"]\n'
+    root = make_package(tmp_path, table)
+    package = read_config(root)
+    options = merge_options(
+        package.extra,
+        {
+            "include_dirs": ["/over"],
+            "extra_compile_args": {"cxx": ["-DEXTRA"]},
+            "extra_link_args": ["-Wl,-z,now"],
+            "libraries": ["m"],
+        },
     )
-    cuda = setup_helpers.CudaBuild(include_dirs=["/cuda/include"])
-    flags = setup_helpers.compile_flags(
-        {}, root, config, options, cuda, True, debug=True, sanitize=["address"]
-    )
+    config = BuildConfig(package, options, Knobs(debug=True, sanitize=("address",)))
+    facts = TorchFacts("2.13.0", openmp=True, stable_target="2.13" if abi == "stable" else None)
+    cuda = CudaBuild(include_dirs=["/cuda/include"], rpath_args=["-Wl,-rpath,$ORIGIN/x"])
+    flags = compile_flags(config, facts, cuda)
     assert flags.include_dirs == [
-        str(setup_helpers.INCLUDE_DIR),
+        str(INCLUDE_DIR),
         str(root / "csrc"),
         "/cfg/include",
         "/over",
@@ -598,6 +610,14 @@ def test_compile_flags_order_and_include_folders(tmp_path):
     assert set(flags.compile_args) == {"cxx"}  # no nvcc without CUDA
     assert "-fsanitize=address" in cxx and "-fsanitize=address" in flags.link_args
     assert ("-l:libstdc++.so.6" in flags.link_args) == sys.platform.startswith("linux")
+    # The package's link arguments first, the CUDA runtime's rpath last.
+    assert flags.link_args[0] == "-Wl,-z,now" and flags.link_args[-1] == "-Wl,-rpath,$ORIGIN/x"
+    assert flags.libraries == ["m"]
+    macros = dict(flags.define_macros)
+    assert macros["FROM_CONFIG"] is None
+    assert ("TORCH_TARGET_VERSION" in macros) == (abi == "stable")
+    # merge_options' lists are not the ones cpp_extension will add to.
+    assert options.libraries == ["m"] and flags.libraries is not options.libraries
 
 
 @pytest.fixture
@@ -637,7 +657,7 @@ def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(
 
     assert loads_shared() is False  # the failure this is about
     assert loads_shared("-lstdc++") is False  # what did not help
-    assert loads_shared(*knobs.cxx_runtime_link_args(sys.platform)) is True
+    assert loads_shared(*cxx_runtime_link_args(sys.platform)) is True
 
 
 def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path, stream_source, shared_cxx):
@@ -645,9 +665,71 @@ def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path, stream_source, sha
     base = [*shared_cxx.split(), "-shared", "-fPIC", str(stream_source)]
     subprocess.run([*base, "-o", str(shared)], check=True)
     subprocess.run([*base, "-static-libstdc++", "-o", str(static)], check=True)
-    setup_helpers.check_cxx_runtime(str(shared), shared_cxx)
-    setup_helpers.check_cxx_runtime(str(stream_source), shared_cxx)  # no ELF file: no verdict
+    check_cxx_runtime(str(shared), shared_cxx)
+    check_cxx_runtime(str(stream_source), shared_cxx)  # no ELF file: no verdict
     with pytest.raises(
         BuildError, match=r"static\.so does not load libstdc\+\+\.so\.6: 'g\+\+-real'"
     ):
-        setup_helpers.check_cxx_runtime(str(static), "g++-real")
+        check_cxx_runtime(str(static), "g++-real")
+
+
+# ---- the layout of shared_build ------------------------------------------------------------
+
+SOURCE = Path(setup_helpers.__file__).resolve().parent
+
+# The steps of a build, in the order setup_kwargs runs them; a module of a step takes the
+# results of the steps before it. setup_helpers (setup_kwargs) runs them.
+STEPS = {
+    "errors": 0,
+    "knobs": 1,
+    "config": 1,
+    "torch_facts": 2,
+    "cuda": 3,
+    "flags": 4,
+    "extensions": 5,
+    "build_info": 6,
+    "commands": 6,
+    "setup_args": 6,
+    "setup_helpers": 7,
+}
+
+
+def test_a_build_flows_one_way():
+    """No step imports from a later one (annotations included): the data of a build goes
+    config -> torch facts -> CUDA -> flags -> extensions -> setuptools, never back."""
+    for name, step in STEPS.items():
+        tree = ast.parse((SOURCE / f"{name}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                imported = [node.module] if node.module else [a.name for a in node.names]
+                for module in (m.split(".")[0] for m in imported):
+                    assert STEPS[module] <= step, f"{name} (step {step}) imports {module}"
+
+
+def test_setup_kwargs_runs_each_step_once_in_order():
+    """_setup_kwargs' body is the steps, one call each, in STEPS' order."""
+    tree = ast.parse((SOURCE / "setup_helpers.py").read_text(encoding="utf-8"))
+    body = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_setup_kwargs"
+    )
+    calls = [
+        n.func.id
+        for n in ast.walk(body)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    ]
+    steps = [
+        "configure",
+        "torch_facts",
+        "resolve_cuda",
+        "compile_flags",
+        "make_extensions",
+        "setup_arguments",
+    ]
+    assert [c for c in calls if c in steps] == steps
+
+
+def test_no_module_is_long():
+    """One job per module: none over about 550 non-blank lines."""
+    for path in sorted(SOURCE.rglob("*.py")):
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        assert len(lines) <= 550, f"{path.relative_to(SOURCE)}: {len(lines)} non-blank lines"

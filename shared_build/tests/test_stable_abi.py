@@ -12,8 +12,13 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from shared_build import runtime, setup_helpers
+from shared_build import runtime
+from shared_build.config import _load_toml, read_config
 from shared_build.errors import BuildError
+from shared_build.extensions import split_cuda_sources
+from shared_build.flags import target_version_macro
+from shared_build.setup_args import runtime_requirements
+from shared_build.torch_facts import STABLE_TARGET
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_setup import make_package
@@ -34,27 +39,27 @@ STABLE_INFO = {
 
 
 def test_abi_defaults_to_full(tmp_path):
-    assert setup_helpers.read_config(make_package(tmp_path)).abi == "full"
+    assert read_config(make_package(tmp_path)).abi == "full"
 
 
 def test_abi_stable(tmp_path):
-    assert setup_helpers.read_config(make_package(tmp_path, 'abi = "stable"\n')).abi == "stable"
+    assert read_config(make_package(tmp_path, 'abi = "stable"\n')).abi == "stable"
 
 
 def test_abi_rejects_other_values(tmp_path):
     with pytest.raises(BuildError, match=r"abi = 'limited'.*use \"full\" or \"stable\""):
-        setup_helpers.read_config(make_package(tmp_path, 'abi = "limited"\n'))
+        read_config(make_package(tmp_path, 'abi = "limited"\n'))
 
 
 def test_abi_stable_needs_the_limited_api(tmp_path):
     with pytest.raises(BuildError, match="drop limited_api = false"):
-        setup_helpers.read_config(make_package(tmp_path, 'abi = "stable"\nlimited_api = false\n'))
+        read_config(make_package(tmp_path, 'abi = "stable"\nlimited_api = false\n'))
 
 
 def test_target_version_macro_encodes_like_version_h():
     # (2 << 56) | (13 << 48), as TORCH_ABI_VERSION encodes 2.13.0
-    assert setup_helpers.target_version_macro("2.13") == "0x020d000000000000ULL"
-    assert setup_helpers.target_version_macro("2.10.1") == "0x020a010000000000ULL"
+    assert target_version_macro("2.13") == "0x020d000000000000ULL"
+    assert target_version_macro("2.10.1") == "0x020a010000000000ULL"
 
 
 def test_target_is_the_oldest_torch_of_the_matrix():
@@ -65,31 +70,31 @@ def test_target_is_the_oldest_torch_of_the_matrix():
         if line.split("#")[0].strip()
     ]
     oldest = min(versions)
-    assert Version(setup_helpers.STABLE_TARGET) == Version(f"{oldest.major}.{oldest.minor}")
+    assert Version(STABLE_TARGET) == Version(f"{oldest.major}.{oldest.minor}")
 
 
 def test_stable_packages_pin_the_target_to_build_and_accept_newer_to_run():
     stable = []
     for pyproject in sorted(REPO.glob("packages/*/pyproject.toml")):
-        data = setup_helpers._load_toml(pyproject)
+        data = _load_toml(pyproject)
         if data.get("tool", {}).get("shared_build", {}).get("abi") != "stable":
             continue
         stable.append(pyproject.parent.name)
         build = {Requirement(r).name: Requirement(r) for r in data["build-system"]["requires"]}
-        config = setup_helpers.read_config(pyproject.parent)
+        config = read_config(pyproject.parent)
         # What the wheel's metadata says, built under the newest torch as under none.
         for torch_version in (None, "2.99.0"):
-            requirements = setup_helpers.runtime_requirements(config, {}, torch_version)
+            requirements = runtime_requirements(config, {}, torch_version)
             run = {Requirement(r).name: Requirement(r) for r in requirements}
-            assert str(run["torch"].specifier) == f">={setup_helpers.STABLE_TARGET}", pyproject
-        target = setup_helpers.STABLE_TARGET
+            assert str(run["torch"].specifier) == f">={STABLE_TARGET}", pyproject
+        target = STABLE_TARGET
         assert str(build["torch"].specifier) == f"=={target}.0", pyproject
     if not stable:
         pytest.skip("no package sets abi = 'stable' yet")
 
 
 def test_split_cuda_sources():
-    cpp, cuda = setup_helpers.split_cuda_sources(
+    cpp, cuda = split_cuda_sources(
         ["csrc/op.cpp", "csrc/cpu/k.cpp", "csrc/cuda/k.cu", "csrc/cuda/launch.cpp", "csrc/x.cu"]
     )
     assert cpp == ["csrc/op.cpp", "csrc/cpu/k.cpp"]

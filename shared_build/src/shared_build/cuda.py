@@ -1,7 +1,10 @@
-"""CUDA decisions: whether to build device code, which toolkit, which headers, which GPUs.
+"""Step 3 of a build: CUDA. Whether to build device code, which toolkit, which headers,
+which GPUs.
 
-The functions take what they look at (environment, file tests, program output) as
-arguments so that each decision is unit-tested without a toolkit or a GPU.
+``resolve_cuda`` takes steps 1 and 2's results (BuildConfig, TorchFacts) and returns a
+``CudaBuild``. The functions it composes take what they look at (environment, file tests,
+program output) as arguments so that each decision is unit-tested without a toolkit or a
+GPU; ``shared-build doctor`` asks them too.
 """
 
 from __future__ import annotations
@@ -12,11 +15,16 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from .errors import BuildError
+from .errors import BuildError, log
+
+if TYPE_CHECKING:
+    from .config import BuildConfig
+    from .torch_facts import TorchFacts
 
 # Built when TORCH_CUDA_ARCH_LIST is unset and no GPU is visible: Turing (T4), Ampere
 # (A100; sm_80 code also runs on sm_86/sm_89), Hopper (H100/H200), Blackwell datacenter
@@ -492,3 +500,68 @@ def resolve_arch_list(
         )
     kept[-1] += "+PTX"
     return ";".join(kept), origin
+
+
+@dataclass
+class CudaBuild:
+    """Step 3's result: whether the build compiles CUDA, with which toolkit, and what that
+    adds."""
+
+    enabled: bool = False
+    toolkit: CudaToolkit | None = None
+    include_dirs: list[str] = field(default_factory=list)
+    arch_list: str | None = None
+    arch_origin: str | None = None
+    rpath_args: list[str] = field(default_factory=list)
+
+
+def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
+    """USE_CUDA, the package's cuda key and torch's CUDA decide; with CUDA on, the toolkit
+    becomes CUDA_HOME (config.env's and cpp_extension's) and the arch list
+    TORCH_CUDA_ARCH_LIST."""
+    package, env, mode = config.package, config.env, config.knobs.use_cuda
+    chosen = None
+    if package.cuda != "none" and mode != "off" and facts.cuda is not None:
+        # Where a pip compiler gets its CUDA_HOME-shaped folder of links: per torch, since
+        # each torch version pins its own CUDA.
+        cuda_home_dir = config.build_root / "cuda_home" / f"torch{facts.version}".replace("+", "_")
+        chosen = select_toolkit(env, facts.cuda, facts.site_dirs, str(cuda_home_dir.resolve()))
+    toolkit = chosen.toolkit if chosen else None
+    if not decide_cuda(mode, package.cuda, facts.cuda, toolkit, package.name):
+        return CudaBuild()
+    assert chosen is not None and toolkit is not None and facts.cuda is not None
+    warning = minor_mismatch_warning(toolkit, facts.cuda)
+    if warning:
+        log(f"warning: {warning}")
+    from torch.utils import cpp_extension
+
+    env["CUDA_HOME"] = toolkit.root
+    # cpp_extension resolved CUDA_HOME when it was imported; make it use our choice.
+    cpp_extension.CUDA_HOME = toolkit.root
+    toolkit_archs = parse_nvcc_gpu_codes(
+        subprocess.run(
+            [toolkit.nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False
+        ).stdout
+    )
+    arch_list, arch_origin = resolve_arch_list(
+        env, facts.visible, toolkit_archs, parse_nvcc_gpu_codes(facts.arch_flags)
+    )
+    env["TORCH_CUDA_ARCH_LIST"] = arch_list
+    rpath_args = []
+    if toolkit.pip_dir:
+        # Built with NVIDIA's pip runtime: the library finds libcudart.so.13 beside it in
+        # site-packages when a C++ program (no Python, no torch import first) loads it,
+        # as torch's own libraries do.
+        site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
+        cuda_rpath = os.path.relpath(
+            os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, package.name)
+        )
+        rpath_args.append(f"-Wl,-rpath,$ORIGIN/{cuda_rpath}")
+    return CudaBuild(
+        enabled=True,
+        toolkit=toolkit,
+        include_dirs=list(chosen.extra_include_dirs),
+        arch_list=arch_list,
+        arch_origin=arch_origin,
+        rpath_args=rpath_args,
+    )

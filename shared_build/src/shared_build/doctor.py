@@ -21,6 +21,7 @@ from typing import Any
 from . import cuda as cuda_mod
 from . import knobs
 from .errors import BuildError
+from .flags import cxx_runtime_link_args
 
 Runner = Callable[[Sequence[str], str | None], subprocess.CompletedProcess]
 
@@ -136,7 +137,7 @@ def check_cxx_runtime(
             return None
         if not default:
             return Finding("ok", "c++ runtime", "links the shared libstdc++, as torch does")
-        if static_with(*knobs.cxx_runtime_link_args(platform_name)) is False:
+        if static_with(*cxx_runtime_link_args(platform_name)) is False:
             return Finding(
                 "warn",
                 "c++ runtime",
@@ -354,12 +355,12 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     findings.append(check_ninja(env))
     toolkit = None
     if torch is not None:
-        from .setup_helpers import _site_dirs, _visible_capabilities
+        from .torch_facts import site_dirs, visible_capabilities
 
         with tempfile.TemporaryDirectory() as home:
-            nvcc, toolkit = check_nvcc(env, torch.version.cuda, _site_dirs(torch), home)
+            nvcc, toolkit = check_nvcc(env, torch.version.cuda, site_dirs(torch), home)
             findings.append(nvcc)
-            arch = check_arch_list(env, toolkit, _visible_capabilities(torch))
+            arch = check_arch_list(env, toolkit, visible_capabilities(torch))
             if arch:
                 findings.append(arch)
     findings.append(

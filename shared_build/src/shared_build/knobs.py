@@ -1,7 +1,10 @@
-"""The environment variables that steer a build, parsed into decisions.
+"""Step 1 of a build (with config.py): the environment variables that steer it, parsed.
 
-Every function here is pure: it takes the environment (and facts about the machine) as
-arguments, so the unit tests can exercise each decision without compiling anything.
+``read_knobs`` reads every knob once into ``Knobs``, before torch is imported; the later
+steps take that value and read none of these variables again (the variables of one step
+only are read there: SHARED_BUILD_STABLE_TARGET by torch_facts, CUDA_HOME, CUDA_PATH and
+TORCH_CUDA_ARCH_LIST by cuda). Every function takes the environment (and facts about the
+machine) as arguments, so the unit tests exercise each decision without compiling anything.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .errors import BuildError
@@ -61,90 +64,14 @@ def use_cuda_mode(env: Mapping[str, str]) -> str:
     return mode
 
 
-# The oldest torch whose stable-ABI headers compile our stable packages: 2.11 lacks op tags
-# (2.12) and STABLE_TORCH_ERROR_CODE_CHECK (2.13); include/shared_build/stable_compat.h
-# bridges both. 2.10 is not tried.
-OLDEST_STABLE_TARGET = "2.11"
-
-
-def stable_target(env: Mapping[str, str], default: str, torch_version: str) -> str:
-    """The torch release a stable-ABI build targets (TORCH_TARGET_VERSION).
-
-    ``default`` (STABLE_TARGET, what release wheels target) unless
-    SHARED_BUILD_STABLE_TARGET names an older release, for a build under an older torch
-    that cannot be replaced (a GPU machine's torch 2.11): that build loads on its target and
-    every newer torch, and its ops carry no tags below 2.12.
-    """
-    from packaging.version import InvalidVersion, Version
-
-    raw = env.get("SHARED_BUILD_STABLE_TARGET", "").strip()
-    target = raw or default
-    try:
-        parsed = Version(target)
-    except InvalidVersion:
-        parsed = None
-    if parsed is None or len(parsed.release) != 2 or str(parsed) != target:
-        raise BuildError(
-            f"SHARED_BUILD_STABLE_TARGET={raw!r} is not a torch release such as "
-            f"{OLDEST_STABLE_TARGET}; leave it unset to target {default}"
-        )
-    if not Version(OLDEST_STABLE_TARGET) <= parsed <= Version(default):
-        raise BuildError(
-            f"SHARED_BUILD_STABLE_TARGET={raw} is outside what the stable-ABI packages build "
-            f"for: {OLDEST_STABLE_TARGET} to {default}"
-        )
-    installed = Version(Version(torch_version).base_version)
-    if installed < parsed:
-        hint = (
-            f"; to build for this older torch set SHARED_BUILD_STABLE_TARGET="
-            f"{installed.major}.{installed.minor}"
-            if Version(OLDEST_STABLE_TARGET) <= installed and not raw
-            else ""
-        )
-        raise BuildError(
-            f"a stable-ABI build for torch >= {target} needs torch {target} or newer to "
-            f"build with, but the build environment has torch {torch_version}; install "
-            f"torch>={target}{hint}"
-        )
-    return target
-
-
 def is_debug(env: Mapping[str, str]) -> bool:
     """DEBUG=1 builds with -O0 -g (and -G for device code)."""
     return parse_flag(env, "DEBUG")
 
 
-def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
-    """Optimisation flags for the host compiler and for nvcc."""
-    # Python's CFLAGS, which setuptools puts first on every compile line, carry -g: -g0 (the
-    # later flag wins) keeps debug info out of release libraries (gc_cpp: 11.6 MB -> 0.3 MB).
-    cxx = ["-O0", "-g"] if debug else ["-O3", "-g0"]
-    args = {"cxx": cxx}
-    if with_cuda:
-        # -lineinfo keeps compute-sanitizer and Nsight able to point at source lines at no
-        # cost to the generated code; -G (device debug) disables optimisation entirely.
-        args["nvcc"] = ["-O0", "-g", "-G"] if debug else ["-O3", "-lineinfo"]
-    return args
-
-
 def is_werror(env: Mapping[str, str]) -> bool:
     """WERROR=1 turns every warning of our own sources into an error (CI sets it)."""
     return parse_flag(env, "WERROR")
-
-
-def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
-    """-Wall -Wextra -Werror for the package's own sources, under WERROR=1.
-
-    The headers of torch, Python and external libraries are not ours to fix: -isystem makes
-    them system headers, whose warnings GCC and Clang do not report (a folder given with
-    both -I and -isystem is searched as a system folder).
-    """
-    if not werror:
-        return []
-    args = ["-Wall", "-Wextra", "-Werror"]
-    for folder in system_include_dirs:
-        args += ["-isystem", folder]
-    return args
 
 
 # The sanitizers a build may be instrumented with (GCC and Clang spell them alike).
@@ -166,40 +93,6 @@ def sanitizers(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def sanitize_args(names: Sequence[str], debug: bool = False) -> tuple[list[str], list[str]]:
-    """Compile and link flags for the sanitizers ``names`` (both empty for none).
-
-    -O1 (after compile_args' -O3, so it wins; DEBUG's -O0 stays) is the level the
-    sanitizers' own docs recommend: inlining and loop transforms at -O3 can optimise a bad
-    access away, and instrumenting them costs compile time (lltm_cpu's heaviest file: 41 s
-    at -O3, 25 s at -O1). -g1 gives the reports file and line numbers at little compile
-    cost; the link flag makes the module depend on the sanitizer runtimes (a Python process
-    must load libasan first: LD_PRELOAD, see the README).
-    """
-    if not names:
-        return [], []
-    flag = "-fsanitize=" + ",".join(names)
-    return [*([] if debug else ["-O1"]), flag, "-fno-omit-frame-pointer", "-g1"], [flag]
-
-
-def cxx_runtime_link_args(platform: str) -> list[str]:
-    """The shared libstdc++ named on the link line (Linux): the extension then loads the
-    process's one C++ runtime, the libstdc++.so.6 torch loaded.
-
-    A compiler set up to link libstdc++ statically (a wrapper adding -static-libstdc++,
-    as on the lent GPU machines, whose builds came out without libstdc++.so.6 even with
-    a plain -lstdc++ added) gives the extension a second C++ runtime. Streams, locales and
-    exceptions then cross between the two: c10's ``operator<<`` on an ostringstream the
-    extension made segfaulted in every error message, and in warp_perspective's
-    ``_build_config``. The file name (``-l:``) links the shared object itself ahead of the
-    driver's implicit library, so nothing is taken from an archive; with a normal
-    compiler it changes nothing (the driver's own -lstdc++ still follows, for what a
-    linker script adds, as gcc-toolset's libstdc++_nonshared). ``loads_shared_libstdcxx``
-    checks the result.
-    """
-    return ["-l:libstdc++.so.6"] if platform.startswith("linux") else []
-
-
 def loads_shared_libstdcxx(library: str) -> bool | None:
     """Whether the ELF shared object ``library`` itself (not a library it loads) needs
     libstdc++.so.6. Every C++ extension of torch does, unless it was linked with a copy of
@@ -214,20 +107,6 @@ def loads_shared_libstdcxx(library: str) -> bool | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return any("(NEEDED)" in line and "[libstdc++.so" in line for line in dynamic.splitlines())
-
-
-def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:
-    """-fopenmp for the host compiler when torch's intra-op parallelism is OpenMP.
-
-    at::parallel_for is a header template: its ``#pragma omp parallel`` is compiled in the
-    extension's own translation unit, and without -fopenmp it silently runs serially
-    (torch.utils.cpp_extension never adds the flag). Only the compile gets the flag: the
-    GOMP symbols then resolve, at load time, to the OpenMP runtime libtorch_cpu already
-    loaded, instead of linking a second runtime into the process.
-    """
-    if not torch_uses_openmp or platform == "darwin":
-        return []
-    return ["-fopenmp"]
 
 
 def available_memory_bytes() -> int | None:
@@ -321,3 +200,39 @@ def compiler_launcher(
             "PATH; install one (apt-get install ccache) or unset USE_CCACHE"
         )
     return None
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Every knob of a build, read from the environment once (``read_knobs``)."""
+
+    use_cuda: str = "auto"  # USE_CUDA and FORCE_CUDA: "auto", "on" or "off"
+    debug: bool = False
+    werror: bool = False
+    sanitize: tuple[str, ...] = ()
+    compiler: Compiler | None = None  # CXX, else c++
+    launcher: str | None = None  # USE_CCACHE: ccache or sccache in front of the compilers
+    # MAX_JOBS, else what cores and memory allow: for a C++ build, for one with nvcc.
+    max_jobs: int = 1
+    max_jobs_cuda: int = 1
+
+
+def read_knobs(
+    env: Mapping[str, str],
+    which: Callable[[str], str | None] = shutil.which,
+    cores: int | None = None,
+    memory_bytes: int | None = None,
+) -> Knobs:
+    """The knobs of env; a knob it does not understand is a BuildError naming it."""
+    cores = cpu_count() if cores is None else cores
+    memory_bytes = available_memory_bytes() if memory_bytes is None else memory_bytes
+    return Knobs(
+        use_cuda=use_cuda_mode(env),
+        debug=is_debug(env),
+        werror=is_werror(env),
+        sanitize=sanitizers(env),
+        compiler=find_cxx(env, which),
+        launcher=compiler_launcher(env, which),
+        max_jobs=max_jobs(env, cores, memory_bytes, with_cuda=False),
+        max_jobs_cuda=max_jobs(env, cores, memory_bytes, with_cuda=True),
+    )

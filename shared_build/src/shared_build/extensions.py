@@ -1,0 +1,123 @@
+"""Step 5 of a build: the extensions setuptools compiles.
+
+``make_extensions`` takes the package (step 1), the CudaBuild (step 3) and the Flags
+(step 4): it collects the sources and makes one CppExtension or CUDAExtension, named
+``<package>.<module>`` (so ``TORCH_EXTENSION_NAME`` is the module's name), plus, for a
+stable-ABI build with CUDA, a second library of the CUDA sources.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import BuildError
+
+if TYPE_CHECKING:
+    from .config import PackageConfig
+    from .cuda import CudaBuild
+    from .flags import Flags
+
+
+def collect_sources(root: Path, with_cuda: bool, common: Path | None = None) -> list[str]:
+    """csrc/**/*.cpp, plus *.cu and anything under a cuda/ folder when building CUDA; the
+    same from the common folder's csrc/ (as absolute paths: it lies outside the package).
+
+    Two sources that differ only in their suffix (csrc/add.cpp and csrc/add.cu) would compile
+    to the same object file and one would silently overwrite the other at link time.
+    """
+    csrc = root / "csrc"
+    if not csrc.is_dir():
+        raise BuildError(f"{root} has no csrc/ folder with the C++ sources")
+    sources = []
+    csrc_dirs = [csrc] if common is None else [csrc, common / "csrc"]
+    for path in sorted(p for d in csrc_dirs for p in d.rglob("*")):
+        if path.suffix not in (".cpp", ".cu") or not path.is_file():
+            continue
+        base = next(d for d in csrc_dirs if d in path.parents)
+        in_cuda_dir = "cuda" in path.relative_to(base).parts[:-1]
+        if (path.suffix == ".cu" or in_cuda_dir) and not with_cuda:
+            continue
+        sources.append(path)
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(root)) if root in path.parents else str(path)
+
+    objects: dict[Path, Path] = {}
+    for path in sources:
+        obj = path.with_suffix("")
+        if obj in objects:
+            raise BuildError(
+                f"{shown(objects[obj])} and {shown(path)} would both "
+                f"compile to {obj.name}.o; rename one of them"
+            )
+        objects[obj] = path
+    if not sources:
+        raise BuildError(f"{csrc} has no .cpp or .cu sources")
+    # setuptools refuses absolute paths; a common folder's are relative, with "..".
+    return [os.path.relpath(p, root) for p in sources]
+
+
+def split_cuda_sources(sources: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(C++ sources, CUDA sources): .cu files and anything under a cuda/ folder are CUDA."""
+    cpp, cuda = [], []
+    for source in sources:
+        path = Path(source)
+        (cuda if path.suffix == ".cu" or "cuda" in path.parts[:-1] else cpp).append(source)
+    return cpp, cuda
+
+
+def make_extensions(
+    package: PackageConfig, cuda: CudaBuild, flags: Flags
+) -> tuple[list[Any], str | None]:
+    """The extensions and the name of the CUDA library (None without one).
+
+    One extension, <name>.<module>, a CUDAExtension when it compiles CUDA. A stable-ABI
+    build with CUDA puts its .cu files into a second one, <module>_cuda, which the package
+    loads only under a CUDA torch, so that the same wheel imports under a CPU-only torch.
+    WITH_CUDA is defined where CUDA is compiled; USE_CUDA too in the second library (the C
+    shim declares its CUDA entry points, the current stream and stream guards, under it).
+    """
+    from torch.utils import cpp_extension
+
+    def compile_args() -> dict[str, list[str]]:
+        # A copy per extension: cpp_extension adds to the lists it is given.
+        return {key: list(args) for key, args in flags.compile_args.items()}
+
+    sources = collect_sources(package.root, cuda.enabled, package.common)
+    extensions = []
+    cuda_library = None
+    if package.abi == "stable" and cuda.enabled:
+        sources, cuda_sources = split_cuda_sources(sources)
+        cuda_library = f"{package.module}_cuda"
+        extensions.append(
+            cpp_extension.CUDAExtension(
+                name=f"{package.name}.{cuda_library}",
+                sources=cuda_sources,
+                include_dirs=list(flags.include_dirs),
+                define_macros=[*flags.define_macros, ("WITH_CUDA", None), ("USE_CUDA", None)],
+                extra_compile_args=compile_args(),
+                extra_link_args=list(flags.link_args),
+                py_limited_api=True,
+            )
+        )
+    main_cuda = cuda.enabled and cuda_library is None
+    extension_cls = cpp_extension.CUDAExtension if main_cuda else cpp_extension.CppExtension
+    main = extension_cls(
+        name=f"{package.name}.{package.module}",
+        sources=sources,
+        include_dirs=list(flags.include_dirs),
+        library_dirs=list(flags.library_dirs),
+        libraries=list(flags.libraries),
+        extra_link_args=list(flags.link_args),
+        define_macros=[*flags.define_macros, *([("WITH_CUDA", None)] if main_cuda else [])],
+        extra_compile_args=compile_args(),
+        # By default nothing uses libtorch_python or pybind11: ops reach Python through the
+        # dispatcher, so one abi3 wheel serves every CPython >= 3.10, and a library without
+        # a Python module links into a C++ program without libpython. limited_api = false
+        # is for a package that binds functions with pybind11 (full C API, torch_python).
+        py_limited_api=package.limited_api or not package.python_module,
+    )
+    return [main, *extensions], cuda_library

@@ -1,0 +1,169 @@
+"""Step 6 of a build: the arguments of ``setuptools.setup()``.
+
+``setup_arguments`` takes every earlier step's result and returns the packages, the
+dependencies, the extensions, the commands (commands.py) and the options; it writes the
+last decisions into the environment (MAX_JOBS, the compiler cache) and logs them in one
+line. ``metadata_arguments`` is the same without a build: an sdist, egg_info, or the first
+PEP 517 hook.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.version import Version
+
+from .build_info import build_info
+from .commands import make_build_ext, make_sdist
+from .config import build_root, wheel_hook
+from .errors import log
+from .torch_facts import OLDEST_STABLE_TARGET, STABLE_TARGET, import_torch, stable_target
+
+if TYPE_CHECKING:
+    from .config import BuildConfig, PackageConfig
+    from .cuda import CudaBuild
+    from .torch_facts import TorchFacts
+
+
+def runtime_requirements(
+    config: PackageConfig, env: Mapping[str, str], torch_version: str | None
+) -> list[str] | None:
+    """The [project] dependencies shared_build writes for a package that declares them
+    dynamic, or None. The torch requirement follows the ABI: the release built against for
+    the full ABI (its C++ symbols change with every release; torchvision pins its torch the
+    same way), so that pip refuses or replaces a mismatched torch before an import could
+    fail; the stable target and newer for the stable ABI. Without torch (an sdist's
+    metadata) the oldest torch a build can take, made exact by the build. Then packaging,
+    which the runtime check (_build_info.py) imports, and [tool.shared_build] dependencies.
+    """
+    if not config.dynamic_dependencies:
+        return None
+    if config.abi == "stable":
+        target = (
+            stable_target(env, STABLE_TARGET, torch_version)
+            if torch_version
+            else env.get("SHARED_BUILD_STABLE_TARGET", "").strip() or STABLE_TARGET
+        )
+        torch_requirement = f"torch>={target}"
+    elif torch_version:
+        torch_requirement = f"torch=={Version(torch_version).public}"
+    else:
+        torch_requirement = f"torch>={OLDEST_STABLE_TARGET}"
+    return [torch_requirement, "packaging", *config.dependencies]
+
+
+def python_packages(config: PackageConfig) -> dict[str, Any]:
+    """The setup() arguments of the package's Python side: its packages (and the common
+    folder's python/, as <name>._<folder>), where they are, and the sdist command."""
+    root = config.root
+    packages = sorted(
+        {
+            p.parent.relative_to(root / "src").as_posix().replace("/", ".")
+            for p in (root / "src").rglob("__init__.py")
+        }
+    )
+    package_dir = {"": "src"}
+    if config.common is not None:
+        common_package = f"{config.name}._{config.common.name.removesuffix('_common')}"
+        packages.append(common_package)
+        # setuptools takes only relative paths here, even ones that leave the package.
+        package_dir[common_package] = Path(
+            os.path.relpath(config.common / "python", root)
+        ).as_posix()
+    return {
+        "packages": packages,
+        "package_dir": package_dir,
+        "cmdclass": {"sdist": make_sdist(root, config.common)},
+    }
+
+
+def egg_info_options(base: Path) -> dict[str, str]:
+    folder = base / "egg-info"
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"egg_base": str(folder)}
+
+
+def build_tag(torch_version: str, cuda: bool, debug: bool, sanitize: Sequence[str]) -> str:
+    """The build folder's name: one per torch/Python/CUDA/debug/sanitizer combination, so
+    that switching torch never reuses objects compiled against other headers, and
+    switching back recompiles nothing."""
+    tag = (
+        f"torch{torch_version}-{sys.implementation.cache_tag}{'-cuda' if cuda else ''}"
+        f"{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
+    )
+    return tag.replace("+", "_")
+
+
+def metadata_arguments(
+    package: PackageConfig, env: Mapping[str, str], orig_argv: Sequence[str]
+) -> dict[str, Any]:
+    """setup()'s arguments for metadata or an sdist: no extension, no torch needed.
+
+    Building a wheel without torch cannot end well: say so in the front end's first hook,
+    before it downloads the runtime dependencies. An sdist needs no torch.
+    """
+    kwargs = python_packages(package)
+    metadata_torch = None
+    if wheel_hook(orig_argv) is not None:
+        metadata_torch = import_torch(package.name).__version__
+    # egg_info (get_requires_*, sdist) writes src/<name>.egg-info by default; an sdist
+    # needs only the PKG-INFO it copies from there.
+    kwargs["options"] = {"egg_info": egg_info_options(build_root(env, package.name))}
+    requirements = runtime_requirements(package, env, metadata_torch)
+    if requirements is not None:
+        kwargs["install_requires"] = requirements
+    return kwargs
+
+
+def setup_arguments(
+    config: BuildConfig,
+    facts: TorchFacts,
+    cuda: CudaBuild,
+    extensions: tuple[list[Any], str | None],
+) -> dict[str, Any]:
+    """setup()'s arguments for a build, from every step's result."""
+    package, knobs, env = config.package, config.knobs, config.env
+    modules, cuda_library = extensions
+    jobs = knobs.max_jobs_cuda if cuda.enabled else knobs.max_jobs
+    env["MAX_JOBS"] = str(jobs)
+    # A compiler cache in front of c++ and nvcc: torch.utils.cpp_extension (2.13 on) puts
+    # ccache or sccache in front of both in its ninja file whenever one is on PATH, and
+    # TORCH_NO_COMPILER_WRAPPER=1 stops it; USE_CCACHE decides which, and records it.
+    if knobs.launcher is None:
+        env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+    else:
+        env.pop("TORCH_NO_COMPILER_WRAPPER", None)
+    build_base = str(
+        config.build_root / build_tag(facts.version, cuda.enabled, knobs.debug, knobs.sanitize)
+    )
+    toolkit = cuda.toolkit
+    cuda_summary = (
+        f"on (nvcc {toolkit.version} at {toolkit.nvcc}, {toolkit.origin}, "
+        f"TORCH_CUDA_ARCH_LIST={cuda.arch_list} from {cuda.arch_origin})"
+        if toolkit
+        else "off"
+    )
+    log(
+        f"{package.name}: CUDA {cuda_summary}, {'DEBUG -O0 -g' if knobs.debug else '-O3'}"
+        f"{', WERROR -Wall -Wextra -Werror' if knobs.werror else ''}"
+        f"{', SANITIZE=' + ','.join(knobs.sanitize) if knobs.sanitize else ''}, MAX_JOBS={jobs}, "
+        f"compiler cache {knobs.launcher or 'off'}, torch {facts.version}, build folder {build_base}"
+    )
+    kwargs = python_packages(package)
+    requirements = runtime_requirements(package, env, facts.version)
+    if requirements is not None:
+        kwargs["install_requires"] = requirements
+    kwargs["ext_modules"] = modules
+    info = build_info(config, facts, cuda, cuda_library)
+    kwargs["cmdclass"]["build_ext"] = make_build_ext(info, package.python_module)
+    kwargs["options"] = {
+        "build": {"build_base": build_base},
+        "egg_info": egg_info_options(config.build_root),
+    }
+    if package.limited_api:
+        kwargs["options"]["bdist_wheel"] = {"py_limited_api": "cp310"}
+    return kwargs

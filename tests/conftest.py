@@ -15,7 +15,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-# How nox installs (noxfile.pytest_env): its installer (uv) and its cache.
+# How nox installs (shared_build.workspace.suites.pytest_env): its installer (uv) and its cache.
 NOX_INSTALLER = json.loads(os.environ.get("REPO_INSTALLER") or "[]")
 
 

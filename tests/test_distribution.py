@@ -36,7 +36,7 @@ REBUILD_COMMAND = "from add_ext import _build_info as b; print(b.rebuild_command
 # Group "packaging": nox runs it under the second-newest torch of the matrix (a CUDA build,
 # so the sdist compiles CUDA kernels too), in the other CI lane than the scaffold builds.
 pytestmark = [pytest.mark.slow, pytest.mark.once("packaging")]
-# nox names the wheels it built here (noxfile.pytest_env); without nox, the wheel is built
+# nox names the wheels it built here (shared_build.workspace.suites.pytest_env); without nox, the wheel is built
 # here. The clean environment is tests/conftest.py's.
 NOX_WHEELS = json.loads(os.environ.get("REPO_WHEELS") or "{}")
 

@@ -34,10 +34,10 @@ def run(
     return subprocess.run(list(args), cwd=cwd, check=check, capture_output=True, text=True, env=env)
 
 
-# nox -s release's auditwheel arguments (noxfile.auditwheel_args): the platform and the
+# nox -s release's auditwheel arguments (shared_build.workspace.release.auditwheel_args): the platform and the
 # libraries the torch wheel provides.
 AUDITWHEEL_ARGS = json.loads(os.environ.get("REPO_AUDITWHEEL") or "[]")
-# The unrepaired wheels nox -s release would ship from this run (noxfile.release_wheels).
+# The unrepaired wheels nox -s release would ship from this run (shared_build.workspace.release.release_wheels).
 RELEASE_WHEELS = json.loads(os.environ.get("REPO_RELEASE_WHEELS") or "{}")
 # No compiler reachable: PATH holds the clean environment's bin folder and links to these
 # programs only (the tests read libraries with binutils), never gcc, g++, c++ or nvcc.

@@ -1,0 +1,381 @@
+"""The battery's checks but the fuzzer: each takes an OpTest, a device and a dtype, and
+fails with the sample it failed on."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from . import OpTest, Sample
+
+
+def _tolerance(op: OpTest, dtype: Any) -> dict[str, float]:
+    import torch
+
+    if op.tolerance is not None:
+        return op.tolerance(dtype)
+    eps = {torch.float64: 1e-10, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}
+    return {"atol": eps.get(dtype, 0.0), "rtol": eps.get(dtype, 0.0)}
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _close(got: Any, want: Any, tolerance: dict[str, float], what: str) -> None:
+    import torch
+
+    got_t, want_t = _tensors(got), _tensors(want)
+    assert len(got_t) == len(want_t), (
+        f"{what}: {len(got_t)} results, the reference has {len(want_t)}"
+    )
+    for i, (g, w) in enumerate(zip(got_t, want_t, strict=True)):
+        assert g.shape == w.shape, (
+            f"{what}: result {i} has shape {list(g.shape)}, not {list(w.shape)}"
+        )
+        torch.testing.assert_close(
+            _dense(g).cpu().double(), _dense(w).cpu().double(), equal_nan=True, **tolerance,
+            msg=lambda m, i=i: f"{what}, result {i}: {m}",
+        )  # fmt: skip
+
+
+def _dense(t: Any) -> Any:
+    import torch
+
+    return t.to_dense() if t.layout != torch.strided else t
+
+
+def _expected(op: OpTest, sample: Sample) -> Any:
+    """The reference's result, rounded to each result's dtype (as the op's is)."""
+    return op.reference(*sample.args, **sample.kwargs)
+
+
+def _samples(op: OpTest, device: str, dtype: Any) -> Sequence[Sample]:
+    samples = op.samples(device, dtype)
+    assert samples, f"{op.name} has no sample on {device} in {dtype}"
+    return samples
+
+
+def _detach(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_detach(v) for v in value)
+    return value
+
+
+def check_reference(op: OpTest, device: str, dtype: Any) -> None:
+    for sample in _samples(op, device, dtype):
+        got = op.fn(*sample.args, **sample.kwargs)
+        _close(got, _expected(op, sample), _tolerance(op, dtype), f"{op.name}({sample.name})")
+
+
+def check_opcheck(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
+    for sample in _one_of_each_structure(_samples(op, device, dtype)):
+        torch.library.opcheck(op.op, sample.args, sample.kwargs)
+
+
+def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
+    for sample in _samples(op, device, dtype):
+        inputs = [a for a in sample.args if isinstance(a, torch.Tensor) and a.requires_grad]
+        assert inputs, f"{op.name}({sample.name}): a float64 sample needs inputs that require grad"
+
+        def fn(*tensors, sample=sample):
+            swap = iter(tensors)
+            args = [
+                next(swap) if isinstance(a, torch.Tensor) and a.requires_grad else a
+                for a in sample.args
+            ]
+            return op.fn(*args, **sample.kwargs)
+
+        assert torch.autograd.gradcheck(fn, inputs), sample.name
+        if op.gradgrad:
+            assert torch.autograd.gradgradcheck(fn, inputs), sample.name
+
+
+def check_compile(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
+    torch._dynamo.reset()
+    compiled = torch.compile(op.fn, fullgraph=True, dynamic=True)
+    for sample in _same_structure(_samples(op, device, dtype)):
+        eager = op.fn(*sample.args, **sample.kwargs)
+        got = compiled(*sample.args, **sample.kwargs)
+        _close(got, eager, _tolerance(op, dtype), f"compiled {op.name}({sample.name})")
+        outputs = [t for t in _tensors(got) if t.requires_grad]
+        leaves = [a for a in sample.args if isinstance(a, torch.Tensor) and a.requires_grad]
+        if outputs and leaves:
+            grads = torch.autograd.grad(
+                sum(o.float().sum() for o in outputs), leaves, allow_unused=True
+            )
+            want = torch.autograd.grad(
+                sum(o.float().sum() for o in _tensors(eager) if o.requires_grad),
+                leaves,
+                allow_unused=True,
+            )
+            _close(
+                [g for g in grads if g is not None],
+                [w for w in want if w is not None],
+                _tolerance(op, dtype),
+                f"gradient of compiled {op.name}({sample.name})",
+            )
+
+
+def _structure(sample: Sample) -> tuple:
+    """What a fake kernel or a compiled graph depends on: ranks, layouts, dtypes, strides
+    up to size, whether tensors are empty."""
+    return tuple(
+        (t.dim(), t.layout, t.dtype, t.numel() == 0, t.layout == t.layout and _contiguity(t))
+        for t in _tensors(sample.args)
+    )
+
+
+def _contiguity(t: Any) -> str:
+    import torch
+
+    if t.layout != torch.strided:
+        return "sparse"
+    return "contiguous" if t.is_contiguous() else "strided"
+
+
+def _one_of_each_structure(samples: Sequence[Sample]) -> list[Sample]:
+    """The first sample of each structure: opcheck's fake-tensor and AOT checks see every
+    rank, layout and stride pattern the samples have, once."""
+    seen: dict[tuple, Sample] = {}
+    for sample in samples:
+        seen.setdefault(_structure(sample), sample)
+    return list(seen.values())
+
+
+def _same_structure(samples: Sequence[Sample], most: int = 3) -> list[Sample]:
+    """Up to ``most`` samples whose tensors have the ranks and layouts of the first: one
+    compiled graph, with dynamic sizes, serves them all (others would recompile)."""
+
+    def structure(sample: Sample) -> tuple:
+        return tuple((t.dim(), t.layout, t.dtype) for t in _tensors(sample.args))
+
+    first = structure(samples[0])
+    return [s for s in samples if structure(s) == first][:most]
+
+
+class _Call:
+    """A module calling the op with a sample's non-tensor arguments fixed."""
+
+    def __new__(cls, op: OpTest, sample: Sample):
+        import torch
+
+        positions = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+
+        class Call(torch.nn.Module):
+            def forward(self, *tensors):
+                args = list(sample.args)
+                for i, t in zip(positions, tensors, strict=True):
+                    args[i] = t
+                return op.op(*args, **sample.kwargs)
+
+        return Call(), tuple(_detach(sample.args[i]) for i in positions)
+
+
+def check_export(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
+    for sample in _samples(op, device, dtype):
+        module, tensors = _Call(op, sample)
+        eager = module(*tensors)
+        program = torch.export.export(module, tensors)
+        _close(
+            program.module()(*tensors),
+            eager,
+            _tolerance(op, dtype),
+            f"exported {op.name}({sample.name})",
+        )
+        if op.aoti:
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as folder:
+                path = torch._inductor.aoti_compile_and_package(
+                    program, package_path=os.path.join(folder, "op.pt2")
+                )
+                loaded = torch._inductor.aoti_load_package(path)
+                _close(
+                    loaded(*tensors),
+                    eager,
+                    _tolerance(op, dtype),
+                    f"AOTInductor {op.name}({sample.name})",
+                )
+        return  # one sample: exporting is the same for all
+
+
+_TORCHSCRIPT_CHILD = """
+import sys, torch, {package}
+module = torch.jit.load(sys.argv[1])
+args = torch.load(sys.argv[2])
+torch.save(module(*args), sys.argv[3])
+"""
+
+
+def check_torchscript(op: OpTest, device: str, dtype: Any) -> None:
+    import tempfile
+
+    import torch
+
+    sample = _samples(op, device, dtype)[0]
+    module, tensors = _Call(op, sample)
+    eager = module(*tensors)
+    scripted = torch.jit.trace(module, tensors, check_trace=False)
+    with tempfile.TemporaryDirectory() as folder:
+        paths = [os.path.join(folder, name) for name in ("op.pt", "args.pt", "out.pt")]
+        scripted.save(paths[0])
+        torch.save(tensors, paths[1])
+        child = _TORCHSCRIPT_CHILD.format(package=op.package())
+        done = subprocess.run([sys.executable, "-c", child, *paths], capture_output=True, text=True)
+        assert done.returncode == 0, (
+            f"the saved module failed in a fresh process:\n{done.stderr[-3000:]}"
+        )
+        _close(
+            torch.load(paths[2]),
+            eager,
+            _tolerance(op, dtype),
+            f"TorchScript {op.name}({sample.name})",
+        )
+
+
+def check_cuda_vs_cpu(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
+    def to_cuda(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            moved = value.detach().to("cuda")
+            return moved.requires_grad_(value.requires_grad) if value.is_leaf else moved
+        if isinstance(value, (tuple, list)):
+            return type(value)(to_cuda(v) for v in value)
+        return value
+
+    for sample in _samples(op, "cpu", dtype):
+        cpu = op.fn(*sample.args, **sample.kwargs)
+        cuda = op.fn(*to_cuda(sample.args), **to_cuda(sample.kwargs))
+        _close(
+            cuda, cpu, _tolerance(op, dtype), f"{op.name}({sample.name}) on CUDA against the CPU"
+        )
+
+
+def check_bad(op: OpTest, device: str, dtype: Any) -> None:
+    bad = op.bad()
+    assert bad, f"{op.name} declares no bad call"
+    for call in bad:
+        with pytest.raises(call.error, match=call.match):
+            op.fn(*call.args, **call.kwargs)
+
+
+def check_threads(op: OpTest, device: str, dtype: Any) -> None:
+    sample = max(
+        _samples(op, device, dtype), key=lambda s: sum(t.numel() for t in _tensors(s.args))
+    )
+    args = _detach(sample.args)
+    expected = _tensors(op.op(*args, **sample.kwargs))
+    results: list[Any] = [None] * 8
+    start = threading.Barrier(8)
+
+    def worker(i: int) -> None:
+        try:
+            start.wait()
+            for _ in range(5):
+                results[i] = _tensors(op.op(*args, **sample.kwargs))
+        except BaseException as error:  # reported below, with the thread's number
+            results[i] = error
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    import torch
+
+    for i, got in enumerate(results):
+        assert not isinstance(got, BaseException), f"thread {i}: {got!r}"
+        for ours, want in zip(got, expected, strict=True):
+            assert torch.equal(ours, want), (
+                f"{op.name}({sample.name}): thread {i} differs from the serial call"
+            )
+
+
+def check_memory(op: OpTest, device: str, dtype: Any) -> None:
+    """RSS after 20,000 more calls is within 4 MiB of RSS after 2,000: a kernel that leaks
+    200 bytes a call fails. The smallest sample, one intra-op thread."""
+    import torch
+
+    if not os.path.exists("/proc/self/statm"):
+        pytest.skip("needs /proc (Linux)")
+    dtype_ = torch.float32 if "float32" in op.dtypes else getattr(torch, op.dtypes[-1])
+    # The smallest sample that has data: the kernel runs, and 22,000 calls take seconds.
+    sized = [s for s in _samples(op, "cpu", dtype_) if all(t.numel() for t in _tensors(s.args))]
+    sample = min(sized, key=lambda s: sum(t.numel() for t in _tensors(s.args)))
+
+    def rss() -> int:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for _ in range(2000):
+            op.fn(*sample.args, **sample.kwargs)
+        gc.collect()
+        before = rss()
+        for _ in range(20000):
+            op.fn(*sample.args, **sample.kwargs)
+        gc.collect()
+        grown = rss() - before
+    finally:
+        torch.set_num_threads(threads)
+    assert grown < 4 << 20, (
+        f"{op.name}({sample.name}): RSS grew by {grown / 2**20:.1f} MiB over 20,000 calls"
+    )
+
+
+def check_properties(op: OpTest, device: str, dtype: Any) -> None:
+    if op.properties is None:
+        pytest.skip(f"{op.name} declares no property strategy")
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import given, note, settings
+
+    check = op.check or (
+        lambda sample, got, want: _close(
+            got, want, _tolerance(op, _tensors(got)[0].dtype), f"{op.name}({sample.name})"
+        )
+    )
+
+    @settings(max_examples=max(200, settings.default.max_examples), deadline=None, database=None,
+              suppress_health_check=list(hypothesis.HealthCheck))  # fmt: skip
+    @given(sample=op.properties(device))
+    def run(sample: Sample) -> None:
+        import torch
+
+        note(sample.name)
+        got = op.fn(*sample.args, **sample.kwargs)
+        check(sample, got, _expected(op, sample))
+        boxed = op.op(*sample.args, **sample.kwargs)  # the same through torch.ops
+        assert all(map(torch.equal, _tensors(boxed), _tensors(got))), (
+            "torch.ops gives another result"
+        )
+
+    run()

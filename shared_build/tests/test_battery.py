@@ -1,0 +1,154 @@
+"""shared_build.battery: each check passes on a correct op and fails on an op broken the
+way it is there to catch. The ops are Python custom ops (torch.library.custom_op), written
+to a module the fuzzer's child process can import: no compiler needed."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+# The battery, not torch: under one torch of a nox run.
+pytestmark = pytest.mark.once
+
+from shared_build import battery  # noqa: E402
+from shared_build.battery import Bad, OpTest, Sample  # noqa: E402
+
+# A toy op, scale(x, factor) = x * factor, with one defect switched on by name.
+TOY = """
+import ctypes
+import torch
+
+DEFECT = {defect!r}
+
+
+@torch.library.custom_op("{name}::scale", mutates_args=())
+def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+    if DEFECT == "crash" and x is not None and x.dtype == torch.bool:
+        ctypes.string_at(0)
+    if DEFECT != "unchecked":
+        torch._check(x is not None, lambda: "{name}.scale: x must be a tensor, got None")
+        torch._check(x.dim() == 1, lambda: f"{name}.scale: x must be 1-D, got {{x.dim()}}-D")
+        torch._check(x.dtype.is_floating_point, lambda: f"{name}.scale: x must be floating, got {{x.dtype}}")
+        torch._check(x.layout == torch.strided, lambda: f"{name}.scale: x must be dense, got {{x.layout}}")
+    out = x * factor
+    if DEFECT == "wrong" and x.numel() > 3:
+        out[0] += 1
+    return out
+
+
+@scale.register_fake
+def _(x, factor):
+    return x.new_empty(x.shape[:-1] if DEFECT == "fake" else x.shape)
+
+
+def backward(ctx, grad):
+    return grad * (ctx.factor if DEFECT != "grad" else 1.0), None
+
+
+def setup(ctx, inputs, output):
+    ctx.factor = inputs[1]
+
+
+scale.register_autograd(backward, setup_context=setup)
+"""
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """toy(defect) -> an OpTest of a freshly written toy op with that defect ("" for none)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{':'.join(sys.path)}")
+
+    def make(defect: str = "") -> OpTest:
+        name = f"toy_{defect or 'good'}"
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(TOY.format(defect=defect, name=name)))
+        module = importlib.import_module(name)
+
+        def samples(device, dtype):
+            grad = dtype == torch.float64
+            return [
+                Sample(
+                    (torch.randn(n, dtype=dtype, device=device, requires_grad=grad), 2.5),
+                    name=f"n={n}",
+                )
+                for n in (1, 5, 9)
+            ]
+
+        def properties(device):
+            from hypothesis import strategies as st
+
+            return st.builds(
+                lambda x, f: Sample((x, f)),
+                battery.tensors((7,), torch.float64, device),
+                st.floats(-4, 4),
+            )
+
+        return OpTest(
+            name=f"{name}.scale",
+            fn=module.scale,
+            op=getattr(torch.ops, name).scale.default,
+            samples=samples,
+            reference=lambda x, factor: (x.double() * factor).to(x.dtype),
+            devices=("cpu",),
+            bad=lambda: [Bad((torch.ones(2, 2), 1.0), "x must be 1-D, got 2-D")],
+            # Any length, float64 and meta tensors are valid calls of scale.
+            fuzz_valid=frozenset({("x", "size+1"), ("x", "other_float"), ("x", "meta")}),
+            properties=properties,
+        )
+
+    return make
+
+
+def run(op: OpTest, check: str, dtype=torch.float32, device="cpu") -> None:
+    battery.run_check(op, check, device, dtype)
+
+
+@pytest.mark.parametrize(
+    ("check", "defect", "dtype"),
+    [
+        ("reference", "wrong", torch.float32),
+        ("opcheck", "fake", torch.float32),
+        ("gradcheck", "grad", torch.float64),
+        ("bad", "unchecked", None),
+        ("fuzz", "unchecked", None),
+        ("fuzz", "crash", None),
+        ("properties", "wrong", None),
+    ],
+)
+def test_each_check_passes_a_good_op_and_fails_the_defect_it_is_for(toy, check, defect, dtype):
+    run(toy(), check, dtype)
+    with pytest.raises(BaseException) as failure:  # pytest.raises' own "did not raise" too
+        run(toy(defect), check, dtype)
+    assert not isinstance(failure.value, pytest.skip.Exception)
+    if check == "fuzz" and defect == "crash":
+        assert "the child died" in str(failure.value) and "x:bool" in str(failure.value)
+
+
+def test_threads_and_memory_pass_a_good_op(toy):
+    run(toy(), "threads")
+    run(toy(), "memory")
+
+
+def test_the_cases_name_the_op_and_the_check(toy):
+    op = toy()
+    ids = [p.id for p in battery._cases(op)]
+    assert "toy_good.scale-reference-cpu-float32" in ids
+    assert "toy_good.scale-gradcheck-cpu-float64" in ids
+    assert "toy_good.scale-fuzz-cpu" in ids and "toy_good.scale-properties-cpu" in ids
+    assert not any("cuda" in i for i in ids)  # devices=("cpu",)
+    assert not any("torchscript" in i for i in ids)  # not declared
+    marks = {p.id: {m.name for m in p.marks} for p in battery._cases(op)}
+    assert marks["toy_good.scale-compile-cpu-float32"] == {"slow"}
+    assert marks["toy_good.scale-reference-cpu-float32"] == set()
+
+
+def test_fuzz_names_each_argument_it_breaks(toy):
+    from shared_build.battery.fuzz import fuzz_cases
+
+    cases = fuzz_cases(toy(), Sample((torch.randn(3), 2.0)))
+    assert ("x:rank+1", "x", "v.unsqueeze(0)") in cases
+    assert {arg for _, arg, _ in cases} == {"x"}  # factor is no tensor

@@ -100,6 +100,11 @@ def test_once_groups_run_under_their_own_torch(monkeypatch, setting, group, runs
         ("tests/test_b.py::test_long", "tests/test_b.py::test_long"),
         ("tests/test_b.py::test_longer[ex1]", "tests/test_b.py"),
         ("tests/test_b.py::test_other", "tests/test_b.py"),
+        (
+            "p/tests/test_p.py::test_battery[p.op-fuzz-cpu]",
+            "p/tests/test_p.py::test_battery[p.op-fuzz-cpu]",
+        ),
+        ("p/tests/test_p.py::test_batterys", "p/tests/test_p.py"),
     ],
 )
 def test_a_file_is_one_work_unit_but_spread_cases_are_their_own(nodeid, scope):

@@ -7,4 +7,5 @@ from pathlib import Path
 # repository root in a checkout.
 _package = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(_package / "_vendor"), str(_package.parents[1] / "shared_build" / "src")]
+sys.path.append(str(_package / "tests"))  # add_ext_battery.py: the op as the battery sees it
 from shared_build.testing import *  # noqa: E402, F403

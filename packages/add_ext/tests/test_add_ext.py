@@ -1,4 +1,7 @@
-"""add_ext.add against the plain-PyTorch reference alpha * x + y."""
+"""add_ext.add: the test battery (shared_build.battery, declared in add_ext_battery.py: the
+reference alpha * x + y, gradients, opcheck, compile, bad input, fuzzing, properties,
+threads, memory, CUDA against the CPU), and what only this op has: its autograd fast path,
+the direct entry, the CUDA stream, graph capture and 2^31 elements."""
 
 from __future__ import annotations
 
@@ -6,110 +9,16 @@ from typing import ClassVar
 
 import pytest
 import torch
+from add_ext_battery import OPS, tolerance
 from torch.testing import assert_close
 
 import add_ext
+from shared_build.battery import battery
 from shared_build.testing import need_free_gpu_memory, on_a_busy_side_stream
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-# Sizes around the vector width, the CPU grain (32768) and the CUDA tail handling.
-SIZES = [1, 7, 1000, 32769, 100_003]
 
-
-def reference(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
-    """alpha * x + y computed in float64 and rounded once to the inputs' dtype."""
-    return (alpha * x.double() + y.double()).to(x.dtype)
-
-
-def tolerance(dtype: torch.dtype) -> dict[str, float]:
-    # One rounding of the result plus, for reduced precision, the opmath (float32) steps.
-    return {
-        torch.float64: {"atol": 1e-12, "rtol": 1e-12},
-        torch.float32: {"atol": 1e-6, "rtol": 1e-6},
-        torch.float16: {"atol": 1e-3, "rtol": 1e-3},
-        torch.bfloat16: {"atol": 1e-2, "rtol": 1e-2},
-    }[dtype]
-
-
-def make_pair(shape, dtype, device, layout: str):
-    """x, y of the given logical shape laid out as asked: contiguous, transposed, offset
-    (a view whose data pointer is not 16-byte aligned), strided (every other element) or
-    channels_last."""
-    if layout == "contiguous":
-        make = lambda: torch.randn(shape, dtype=dtype, device=device)  # noqa: E731
-    elif layout == "transposed":
-        make = lambda: torch.randn(shape[::-1], dtype=dtype, device=device).t()  # noqa: E731
-    elif layout == "offset":
-        numel = int(torch.tensor(shape).prod())
-        make = lambda: torch.randn(numel + 1, dtype=dtype, device=device)[1:].view(shape)  # noqa: E731
-    elif layout == "strided":
-        make = lambda: torch.randn(shape[0], shape[1] * 2, dtype=dtype, device=device)[:, ::2]  # noqa: E731
-    elif layout == "channels_last":
-        make = lambda: torch.randn(2, 3, *shape, dtype=dtype, device=device).to(  # noqa: E731
-            memory_format=torch.channels_last
-        )
-    else:
-        raise AssertionError(layout)
-    return make(), make()
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("numel", SIZES)
-def test_matches_reference_1d(device, dtype, numel):
-    x = torch.randn(numel, dtype=dtype, device=device)
-    y = torch.randn(numel, dtype=dtype, device=device)
-    out = add_ext.add(x, y, alpha=-2.5)
-    assert out.shape == x.shape and out.dtype == dtype and out.device == x.device
-    assert_close(out, reference(x, y, -2.5), **tolerance(dtype))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize(
-    "layout", ["contiguous", "transposed", "offset", "strided", "channels_last"]
-)
-def test_any_strides(device, dtype, layout):
-    x, y = make_pair((37, 41), dtype, device, layout)
-    if layout != "contiguous":
-        assert not (x.is_contiguous() and y.is_contiguous()) or layout == "offset"
-    out = add_ext.add(x, y, alpha=3.0)
-    assert out.is_contiguous()
-    assert_close(out, reference(x, y, 3.0), **tolerance(dtype))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_mixed_layouts(device):
-    x = torch.randn(64, 48, device=device).t()
-    y = torch.randn(48, 64, device=device)
-    assert_close(add_ext.add(x, y, 0.5), reference(x, y, 0.5))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("alpha", [1.0, 0.0, -1.0, 1e-3])
-def test_alpha(device, alpha):
-    x = torch.randn(513, device=device)
-    y = torch.randn(513, device=device)
-    assert_close(add_ext.add(x, y, alpha), reference(x, y, alpha))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_default_alpha_is_one(device):
-    x = torch.randn(10, device=device)
-    y = torch.randn(10, device=device)
-    assert_close(add_ext.add(x, y), x + y)
-    assert_close(torch.ops.add_ext.add(x, y), x + y)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("shape", [(0,), (3, 0, 5), ()])
-def test_empty_and_scalar_tensors(device, shape):
-    x = torch.randn(shape, device=device)
-    y = torch.randn(shape, device=device)
-    out = add_ext.add(x, y, 2.0)
-    assert out.shape == torch.Size(shape)
-    assert_close(out, reference(x, y, 2.0))
+test_battery = battery(OPS)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -120,24 +29,6 @@ def test_output_is_a_new_tensor(device):
     assert out.data_ptr() not in (x.data_ptr(), y.data_ptr())
     # Same tensor for both arguments is allowed: 2x when alpha is 1.
     assert_close(add_ext.add(x, x), 2 * x)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_special_values_propagate(device):
-    x = torch.tensor([float("inf"), float("nan"), 1.0, -0.0], device=device)
-    y = torch.tensor([1.0, 1.0, float("-inf"), 0.0], device=device)
-    assert_close(add_ext.add(x, y), x + y, equal_nan=True)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_gradients(device, dtype):
-    x = torch.randn(33, 5, dtype=dtype, device=device, requires_grad=True)
-    y = torch.randn(33, 5, dtype=dtype, device=device, requires_grad=True)
-    grad = torch.randn(33, 5, dtype=dtype, device=device)
-    add_ext.add(x, y, alpha=1.5).backward(grad)
-    assert_close(x.grad, 1.5 * grad, **tolerance(dtype))
-    assert_close(y.grad, grad)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -171,87 +62,7 @@ def test_graph_recorded_only_when_needed(device):
             add_ext.add(dual, y, 2.0)
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_gradcheck_float64(device):
-    x = torch.randn(6, 7, dtype=torch.float64, device=device, requires_grad=True)
-    y = torch.randn(6, 7, dtype=torch.float64, device=device, requires_grad=True)
-    fn = lambda a, b: add_ext.add(a, b, alpha=-0.7)  # noqa: E731
-    assert torch.autograd.gradcheck(fn, (x, y))
-    assert torch.autograd.gradgradcheck(fn, (x, y))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_opcheck(device):
-    samples = [
-        ((torch.randn(5, 3, device=device), torch.randn(5, 3, device=device)), {"alpha": 2.0}),
-        (
-            (
-                torch.randn(17, device=device, dtype=torch.float64, requires_grad=True),
-                torch.randn(17, device=device, dtype=torch.float64, requires_grad=True),
-            ),
-            {},
-        ),
-        ((torch.randn(4, 6, device=device).t(), torch.randn(6, 4, device=device)), {"alpha": -1.0}),
-        ((torch.randn(0, 2, device=device), torch.randn(0, 2, device=device)), {}),
-    ]
-    for args, kwargs in samples:
-        torch.library.opcheck(torch.ops.add_ext.add.default, args, kwargs)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("device", DEVICES)
-def test_torch_compile_fullgraph(device):
-    def fn(x, y):
-        return torch.sin(add_ext.add(x, y, alpha=2.0)) * 3
-
-    compiled = torch.compile(fn, fullgraph=True, dynamic=True)
-    for n in (10, 33):
-        x = torch.randn(n, device=device, requires_grad=True)
-        y = torch.randn(n, device=device, requires_grad=True)
-        out = compiled(x, y)
-        assert_close(out, torch.sin(2 * x + y) * 3)
-        out.sum().backward()
-        assert_close(x.grad, 6 * torch.cos(2 * x + y))
-        assert_close(y.grad, 3 * torch.cos(2 * x + y))
-
-
-# ---- bad input: RuntimeError naming the problem and the values ------------------------
-
-
-@pytest.mark.parametrize(
-    ("x", "y", "message"),
-    [
-        (torch.randn(3, 4), torch.randn(4, 3), r"same shape .* got x \[3, 4\] and y \[4, 3\]"),
-        (torch.randn(3), torch.randn(1), r"same shape .* got x \[3\] and y \[1\]"),
-        (
-            torch.randn(3),
-            torch.randn(3, dtype=torch.float64),
-            "same dtype, got x Float and y Double",
-        ),
-        (
-            torch.ones(3, dtype=torch.int64),
-            torch.ones(3, dtype=torch.int64),
-            "dtype must be float16, bfloat16, float32 or float64, got Long",
-        ),
-        (torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.bool), "got Bool"),
-        (
-            torch.ones(3, dtype=torch.complex64),
-            torch.ones(3, dtype=torch.complex64),
-            "got ComplexFloat",
-        ),
-    ],
-    ids=["shape", "no-broadcast", "dtype", "int", "bool", "complex"],
-)
-def test_bad_inputs(x, y, message):
-    with pytest.raises(RuntimeError, match=message):
-        add_ext.add(x, y)
-
-
-def test_mixed_devices_cpu_meta():
-    # Runs without a GPU: the dispatcher picks the fake/meta kernel, which repeats the
-    # C++ checks.
-    with pytest.raises(RuntimeError, match="same device, got x on cpu and y on meta"):
-        add_ext.add(torch.randn(3), torch.randn(3, device="meta"))
+# ---- bad input the battery cannot make without a GPU --------------------------------
 
 
 @pytest.mark.cuda
@@ -260,25 +71,7 @@ def test_mixed_devices_cpu_cuda():
         add_ext.add(torch.randn(3), torch.randn(3, device="cuda"))
 
 
-def test_sparse_input_is_rejected():
-    x = torch.randn(3, 3).to_sparse()
-    with pytest.raises(
-        RuntimeError, match="must be dense \\(strided\\) tensors, got x Sparse and y Sparse"
-    ):
-        add_ext.add(x, x)
-
-
 # ---- CUDA only --------------------------------------------------------------------------
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_cuda_matches_cpu(dtype):
-    x = torch.randn(100_003, dtype=dtype)
-    y = torch.randn(100_003, dtype=dtype)
-    assert_close(
-        add_ext.add(x.cuda(), y.cuda(), 1.25).cpu(), add_ext.add(x, y, 1.25), **tolerance(dtype)
-    )
 
 
 @pytest.mark.cuda

@@ -84,9 +84,12 @@ def file_scope(nodeid: str, spread: Iterable[str] = ()) -> str:
     """The pytest-xdist work unit of a test: its file, as ``--dist loadfile`` has it (a
     file's module fixtures are made once, its tests never run at the same time), except the
     cases of the test functions ``spread`` names (``path::function``: long, independent cases
-    such as the examples), each its own unit, so that no one file is a long tail."""
+    such as the examples), each its own unit, so that no one file is a long tail. The test
+    battery's cases (``test_battery``, shared_build.battery) are independent: they spread
+    too."""
     path, _, name = nodeid.partition("::")
-    return nodeid if f"{path}::{name.split('[', 1)[0]}" in spread else path
+    function = name.split("[", 1)[0]
+    return nodeid if function == "test_battery" or f"{path}::{function}" in spread else path
 
 
 def on_a_busy_side_stream(

@@ -17,6 +17,8 @@ sample. The checks:
   to the sample's dtype), within ``tolerance``;
 - ``opcheck``: ``torch.library.opcheck`` on each sample (schema, fake kernel, autograd
   registration, AOT dispatch);
+- ``backward``: in every dtype, the gradients equal those of autograd through the
+  reference in float64, within tolerance;
 - ``gradcheck``: ``torch.autograd.gradcheck`` in float64 (``gradgradcheck`` too where
   declared);
 - ``compile``: ``torch.compile(fullgraph=True, dynamic=True)`` of the op and a gradient
@@ -51,7 +53,7 @@ __all__ = ["Bad", "OpTest", "Sample", "as_view", "battery", "run_check", "sides"
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 CHECKS = (
-    "reference", "opcheck", "gradcheck", "compile", "export", "torchscript", "cuda_vs_cpu",
+    "reference", "backward", "opcheck", "gradcheck", "compile", "export", "torchscript", "cuda_vs_cpu",
     "bad", "fuzz", "properties", "threads", "memory",
 )  # fmt: skip
 SLOW = {"compile", "export", "torchscript", "memory"}
@@ -64,6 +66,9 @@ class Sample:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     name: str = ""
+    # Values that do not equal themselves (NaN): checked against the reference only, not
+    # by opcheck, compile, export or the threads, which compare for equality.
+    special: bool = False
 
 
 @dataclass
@@ -136,7 +141,7 @@ def battery(ops: Sequence[OpTest]) -> Callable[..., None]:
 
 def _applies(op: OpTest, check: str) -> bool:
     flags = {
-        "gradcheck": op.differentiable, "compile": op.compile, "export": op.export,
+        "gradcheck": op.differentiable, "backward": op.differentiable, "compile": op.compile, "export": op.export,
         "torchscript": op.torchscript, "properties": op.properties is not None,
         "bad": op.bad is not list, "cuda_vs_cpu": "cuda" in op.devices,
     }  # fmt: skip
@@ -162,7 +167,7 @@ def _cases(op: OpTest) -> list[Any]:
 def _dtypes(op: OpTest, check: str) -> list[str | None]:
     if check == "gradcheck":
         return ["float64"] if op.differentiable and "float64" in op.dtypes else []
-    if check in ("opcheck", "reference", "cuda_vs_cpu", "threads"):
+    if check in ("opcheck", "reference", "backward", "cuda_vs_cpu", "threads"):
         return list(op.dtypes)
     if check in ("compile", "export", "torchscript"):
         return [op.dtypes[-1] if "float32" not in op.dtypes else "float32"]

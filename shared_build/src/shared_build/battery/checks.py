@@ -63,8 +63,10 @@ def _expected(op: OpTest, sample: Sample) -> Any:
     return op.reference(*sample.args, **sample.kwargs)
 
 
-def _samples(op: OpTest, device: str, dtype: Any) -> Sequence[Sample]:
-    samples = op.samples(device, dtype)
+def _samples(op: OpTest, device: str, dtype: Any, special: bool = False) -> Sequence[Sample]:
+    """op's samples on device in dtype; with special=False, those whose values equal
+    themselves (no NaN)."""
+    samples = [s for s in op.samples(device, dtype) if special or not s.special]
     assert samples, f"{op.name} has no sample on {device} in {dtype}"
     return samples
 
@@ -80,7 +82,7 @@ def _detach(value: Any) -> Any:
 
 
 def check_reference(op: OpTest, device: str, dtype: Any) -> None:
-    for sample in _samples(op, device, dtype):
+    for sample in _samples(op, device, dtype, special=True):
         got = op.fn(*sample.args, **sample.kwargs)
         _close(got, _expected(op, sample), _tolerance(op, dtype), f"{op.name}({sample.name})")
 
@@ -110,6 +112,51 @@ def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:
         assert torch.autograd.gradcheck(fn, inputs), sample.name
         if op.gradgrad:
             assert torch.autograd.gradgradcheck(fn, inputs), sample.name
+
+
+def check_backward(op: OpTest, device: str, dtype: Any) -> None:
+    """In every dtype: the gradients of each sample's floating tensors equal those of the
+    reference in float64 (autograd through plain PyTorch), within tolerance."""
+    import torch
+
+    for sample in _samples(op, device, dtype):
+        floating = [
+            i for i, a in enumerate(sample.args)
+            if isinstance(a, torch.Tensor) and a.dtype.is_floating_point and a.layout == torch.strided
+        ]  # fmt: skip
+        ours, theirs = list(_detach(sample.args)), list(_detach(sample.args))
+        for i in floating:
+            ours[i] = ours[i].clone().requires_grad_()
+            theirs[i] = theirs[i].double().requires_grad_()
+        got = _tensors(op.fn(*ours, **sample.kwargs))
+        want = _tensors(op.reference(*theirs, **sample.kwargs))
+        pairs = [
+            (g, w) for g, w in zip(got, want, strict=True) if g.requires_grad and w.requires_grad
+        ]
+        if not pairs or not floating:
+            continue
+        outs, refs = [g for g, _ in pairs], [w for _, w in pairs]
+        seeds = [torch.randn(g.shape, dtype=torch.float64, device=g.device) for g in outs]
+
+        def grad(results, leaves, seeds=seeds):
+            cast = [s.to(r.dtype) for s, r in zip(seeds, results, strict=True)]
+            return torch.autograd.grad(results, leaves, cast, allow_unused=True)
+
+        grads = grad(outs, [ours[i] for i in floating])
+        expected = grad(refs, [theirs[i] for i in floating])
+        for i, g, w in zip(floating, grads, expected, strict=True):
+            if w is None:
+                assert g is None or not g.any(), (
+                    f"{op.name}({sample.name}): a gradient for argument {i}, none in the reference"
+                )
+                continue
+            assert g is not None, f"{op.name}({sample.name}): no gradient for argument {i}"
+            _close(
+                g,
+                w.to(g.dtype),
+                _tolerance(op, dtype),
+                f"gradient of argument {i} of {op.name}({sample.name})",
+            )
 
 
 def check_compile(op: OpTest, device: str, dtype: Any) -> None:

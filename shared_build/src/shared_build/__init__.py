@@ -7,9 +7,10 @@ Knobs (environment variables, all optional):
 
 - ``USE_CUDA=auto|0|1`` (default auto: build CUDA sources when torch is a CUDA build and a
   toolkit is found; ``FORCE_CUDA=1`` is the same as ``USE_CUDA=1``)
-- ``CUDA_HOME`` / ``CUDA_PATH``: the toolkit (default /usr/local/cuda, then nvcc on PATH)
-- ``TORCH_CUDA_ARCH_LIST``: GPU architectures (default: the visible GPUs, else
-  ``DEFAULT_ARCH_LIST``)
+- ``CUDA_HOME`` / ``CUDA_PATH``: the toolkit (default: the environment's pip nvcc, then
+  /usr/local/cuda, then nvcc on PATH)
+- ``TORCH_CUDA_ARCH_LIST``: GPU architectures (default: the visible GPUs, else those torch
+  itself was built for with PTX of the newest, else ``DEFAULT_ARCH_LIST``)
 - ``MAX_JOBS``: parallel compile jobs (default: what cores and free memory allow)
 - ``DEBUG=1``: -O0 -g (device code -G) instead of -O3
 - ``CXX``: the C++ compiler (default c++)

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .config import BuildConfig
     from .torch_facts import TorchFacts
 
-# Built when TORCH_CUDA_ARCH_LIST is unset and no GPU is visible: Turing (T4), Ampere
+# Built when TORCH_CUDA_ARCH_LIST is unset, no GPU is visible and torch does not say which
+# architectures its own kernels were built for (resolve_arch_list): Turing (T4), Ampere
 # (A100; sm_80 code also runs on sm_86/sm_89), Hopper (H100/H200), Blackwell datacenter
 # (B200) and Blackwell consumer (RTX 50), plus PTX of the newest for GPUs after those.
 # Architectures the toolkit cannot target are dropped (CUDA 12.4 has no sm_100, say).

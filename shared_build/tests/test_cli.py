@@ -155,6 +155,21 @@ def test_doctor_opencv_missing():
     assert finding.status == "warn" and "apt-get install libopencv-dev" in finding.text
 
 
+@pytest.mark.parametrize(
+    ("version", "status"), [("80.9.0", "ok"), ("77.0.3", "ok"), ("65.5.0", "fail"), (None, "fail")]
+)
+def test_doctor_checks_setuptools(version, status):
+    finding = doctor.check_setuptools(version)
+    assert finding.status == status
+    if status == "fail":
+        assert finding.text.endswith("pip install -U 'setuptools>=77'")
+
+
+def test_doctor_without_torch_says_to_install_it():
+    (torch_line,) = [f for f in doctor.diagnose(torch=None) if f.topic == "torch"]
+    assert torch_line.status == "fail" and "pip install torch" in torch_line.text
+
+
 def test_doctor_exit_code_is_1_on_a_blocker(monkeypatch, capsys):
     monkeypatch.setattr(
         doctor, "diagnose", lambda env=None: [doctor.Finding("fail", "ninja", "missing")]
@@ -170,6 +185,7 @@ def test_doctor_runs_here():
     topics = [f.topic for f in findings]
     for topic in (
         "python",
+        "setuptools",
         "torch",
         "c++",
         "ninja",
@@ -205,14 +221,85 @@ def test_compiler_launcher():
     [
         ("9lives", "is not a Python identifier"),
         ("my-op", "is not a Python identifier"),
-        ("class", "is not a Python identifier"),
+        ("class", "'class' is a Python keyword"),
         ("MyOp", "has capitals; use lower case, e.g. myop"),
         ("add_ext", "exists already; choose another name"),
+        # Names that broke things (issue 45): installing shared_build replaces the tool,
+        # torch is pip's ResolutionImpossible, aten is torch's own op namespace, and test
+        # shadows the standard library's package.
+        ("shared_build", "'shared_build' is this tool's own name"),
+        ("torch", "'torch' is torch's own name"),
+        ("aten", r"'aten' is an op namespace of torch itself \(torch.ops.aten\)"),
+        ("prims", r"'prims' is an op namespace of torch itself"),
+        ("test", "'test' is the name of a module Python imports here already"),
+        ("numpy", "'numpy' is the name of a module Python imports here already"),
     ],
 )
 def test_new_refuses_bad_names(name, message):
     with pytest.raises(BuildError, match=message):
         scaffold.new_package(name, ROOT / "packages")
+
+
+def test_new_refuses_torch_namespaces_without_torch(monkeypatch):
+    monkeypatch.setattr(scaffold.importlib.util, "find_spec", lambda name: None)
+    assert {"aten", "prim", "prims"} <= scaffold.torch_namespaces()
+    with pytest.raises(BuildError, match="'aten' is an op namespace of torch itself"):
+        scaffold.check_name("aten", ROOT / "packages")
+
+
+def test_new_outside_the_repository_writes_nothing(tmp_path, monkeypatch, capsys):
+    """It wrote ./packages/NAME silently, where nothing builds or tests it (issue 45)."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["new", "demo_op"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path} is not inside a checkout of this repository")
+    assert "--packages-dir" in err
+    assert list(tmp_path.iterdir()) == []
+    # With --packages-dir it writes where it is told.
+    assert cli.main(["new", "demo_op", "--packages-dir", str(tmp_path / "mine")]) == 0
+    assert (tmp_path / "mine" / "demo_op" / "setup.py").is_file()
+
+
+def test_new_says_what_it_writes_and_how_to_test_it(tmp_path, capsys):
+    """Its next steps use python -m pytest, as the README does (issue 45)."""
+    assert cli.main(["new", "demo_op", "--packages-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"wrote {tmp_path / 'demo_op'}",
+        f"next: pip install --no-build-isolation {tmp_path / 'demo_op'}",
+        f"      python -m pytest {tmp_path / 'demo_op' / 'tests'}",
+    ]
+    for template in scaffold.TEMPLATES.values():
+        readme = (template / "README.md.tmpl").read_text()
+        assert "python -m pytest packages/" in readme
+        assert not re.search(r"^pytest ", readme, re.MULTILINE)
+
+
+def test_new_help_says_where_each_abi_has_its_autograd(capsys):
+    """The full-ABI scaffold registers autograd in Python; --help said "C++ autograd"."""
+    with pytest.raises(SystemExit):
+        cli.main(["new", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "C++ autograd" not in help_text
+    assert "full: the checks and a Meta kernel in C++, autograd in Python" in help_text
+    ops = (scaffold.TEMPLATES["full"] / "src" / "NAME" / "ops.py.tmpl").read_text()
+    assert "torch.library.register_autograd(" in ops
+    cpp = (scaffold.TEMPLATES["full"] / "csrc" / "NAME.cpp.tmpl").read_text()
+    assert "TORCH_LIBRARY_IMPL({{name}}, Meta, m)" in cpp
+    assert "Autograd" not in cpp
+
+
+def test_readme_installs_torch_before_doctor_and_names_setuptools():
+    """The README ran shared-build doctor before installing torch, so doctor failed
+    (issue 45); and it installed setuptools without the version the packages need."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Adding a package") :]
+    block = section[section.index("```bash") : section.index("```", section.index("```bash") + 3)]
+    lines = [line.split("#")[0].strip() for line in block.splitlines()]
+    torch_line = next(i for i, line in enumerate(lines) if line.startswith("pip install torch"))
+    assert torch_line < lines.index("shared-build doctor")
+    assert '"setuptools>=77"' in lines[torch_line]
+    assert f"setuptools {doctor.SETUPTOOLS_NEEDED} or newer" in readme
 
 
 def test_new_stable_abi_writes_every_slot(tmp_path):

@@ -30,3 +30,20 @@ def test_info_names_the_commit(tmp_path, monkeypatch, recorded, shown):
     rows = fake_package(tmp_path, monkeypatch, **recorded)
     assert rows["git commit"].startswith(shown)
     assert rows["built against"].startswith("torch 2.14.1")
+
+
+def test_info_says_cpu_only_not_cuda_none(tmp_path, monkeypatch):
+    """It printed "(CUDA None)" for a CPU-only torch (issue 45)."""
+    rows = fake_package(tmp_path, monkeypatch, torch="2.13.0+cpu", torch_cuda=None, python="3.11.7")
+    assert rows["built against"] == "torch 2.13.0+cpu (CPU-only build), Python 3.11.7"
+
+
+def test_info_takes_the_name_as_pip_writes_it(tmp_path, monkeypatch):
+    """shared-build info fake-op is fake_op; a package not installed gets a folder that can
+    exist (packages/my_op, not packages/my-op)."""
+    fake_package(tmp_path, monkeypatch)
+    assert dict(info.describe("fake-op"))["package"].startswith("fake_op ")
+    with pytest.raises(
+        info.BuildError, match=r"pip install --no-build-isolation ./packages/my_op$"
+    ):
+        info.describe("my-op")

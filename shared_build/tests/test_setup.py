@@ -17,6 +17,7 @@ from shared_build.build_info import git_provenance
 from shared_build.commands import check_cxx_runtime, keep_objects_inside, remove_stale_modules
 from shared_build.config import (
     BuildConfig,
+    check_setuptools,
     is_metadata_only,
     merge_options,
     read_config,
@@ -465,18 +466,72 @@ def test_git_provenance(tmp_path):
     assert git_provenance(tmp_path) == {"git_commit": None, "git_dirty": None}
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    (tmp_path / "a.txt").write_text("1")
-    subprocess.run([*git, "add", "a.txt"], check=True)
+    package = tmp_path / "packages" / "demo"
+    package.mkdir(parents=True)
+    (package / "a.txt").write_text("1")
+    (tmp_path / ".gitignore").write_text("build/\n")
+    subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    assert git_provenance(tmp_path) == {
-        "git_commit": head.strip(),
-        "git_dirty": False,
-    }
+    assert git_provenance(package) == {"git_commit": head.strip(), "git_dirty": False}
+    # Untracked files outside the package's folder, and ignored ones inside it, are not
+    # its sources.
     (tmp_path / "untracked.txt").write_text("not part of the build's sources")
-    assert git_provenance(tmp_path)["git_dirty"] is False
-    (tmp_path / "a.txt").write_text("2")
-    assert git_provenance(tmp_path)["git_dirty"] is True
+    (package / "build").mkdir()
+    (package / "build" / "x.o").write_text("")
+    assert git_provenance(package)["git_dirty"] is False
+    (package / "a.txt").write_text("2")
+    assert git_provenance(package)["git_dirty"] is True
+
+
+def test_git_provenance_counts_a_package_never_committed(tmp_path):
+    """A scaffolded package not yet committed was recorded as a clean tree (issue 45)."""
+    import subprocess
+
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "README.md").write_text("repo")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    package = tmp_path / "packages" / "my_op"
+    package.mkdir(parents=True)
+    (package / "setup.py").write_text("")
+    assert git_provenance(package)["git_dirty"] is True
+
+
+def test_read_config_takes_the_setuptools_of_build_system(tmp_path):
+    root = make_package(tmp_path)
+    assert read_config(root).setuptools_requirement is None
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        '[build-system]\nrequires = ["ninja", "setuptools>=77"]\n' + pyproject.read_text()
+    )
+    assert read_config(root).setuptools_requirement == "setuptools>=77"
+
+
+def test_an_old_setuptools_gets_a_sentence_before_its_own_message():
+    """pip install --no-build-isolation keeps the setuptools installed: 65.5 in a fresh
+    Python 3.11 venv with torch 2.11, which fails on our license = "BSD-3-Clause" with
+    "`project.license` must be valid exactly by one definition" (issue 45)."""
+    with pytest.raises(
+        BuildError,
+        match=r"requires setuptools>=77, but this environment has setuptools 65\.5\.0, .*"
+        r"pip install -U 'setuptools>=77'$",
+    ):
+        check_setuptools("setuptools>=77", building=False, version="65.5.0")
+    check_setuptools("setuptools>=77", building=True, version="80.9.0")
+    check_setuptools(None, building=False, version="65.5.0")  # nothing asked: no verdict
+
+
+def test_setup_kwargs_checks_setuptools_before_anything_else(tmp_path, monkeypatch):
+    root = make_package(tmp_path)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        '[build-system]\nrequires = ["setuptools>=9999"]\n' + pyproject.read_text()
+    )
+    hide_torch(monkeypatch)
+    with pytest.raises(BuildError, match=r"requires setuptools>=9999"):
+        setup_helpers._setup_kwargs(root, {}, ["setup.py", "egg_info"], {})
 
 
 # ---- the named steps of _setup_kwargs ------------------------------------------------------

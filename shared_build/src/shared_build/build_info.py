@@ -64,7 +64,10 @@ def compiler_version(command: str) -> str:
 
 def git_provenance(source: Path) -> dict[str, Any]:
     """The git commit the sources were built from and whether the work tree differed from
-    it (tracked files only); both None outside a git checkout (an sdist's build)."""
+    it: a tracked file changed anywhere, or a file of the package's own folder (``source``)
+    not committed yet (a package scaffolded and never committed is no clean tree; files git
+    ignores, such as build folders, and untracked files elsewhere do not count). Both None
+    outside a git checkout (an sdist's build)."""
 
     def git(*args: str) -> str | None:
         try:
@@ -79,8 +82,12 @@ def git_provenance(source: Path) -> dict[str, Any]:
     commit = git("rev-parse", "HEAD")
     if not commit:
         return {"git_commit": None, "git_dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"git_commit": commit, "git_dirty": None if status is None else bool(status)}
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    # The pathspec "." is the package's folder: git -C runs there.
+    untracked = git("ls-files", "--others", "--exclude-standard", "--", ".")
+    if changed is None or untracked is None:
+        return {"git_commit": commit, "git_dirty": None}
+    return {"git_commit": commit, "git_dirty": bool(changed or untracked)}
 
 
 def build_info(

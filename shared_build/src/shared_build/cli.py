@@ -10,12 +10,17 @@ from .errors import BuildError
 
 
 def _repo_packages_dir(start: Path) -> Path:
-    """packages/ of the repository around start (the folder holding noxfile.py or
-    packages/), else start/packages."""
+    """packages/ of the repository around start: the first folder up from start that holds
+    packages/ and shared_build/. Outside one, a BuildError: writing ./packages/NAME there
+    would make a package nothing builds or tests."""
     for folder in [start, *start.parents]:
         if (folder / "packages").is_dir() and (folder / "shared_build").is_dir():
             return folder / "packages"
-    return start / "packages"
+    raise BuildError(
+        f"{start} is not inside a checkout of this repository (no folder from it up holds "
+        "packages/ and shared_build/); run shared-build new inside one, or say where to "
+        "write with --packages-dir"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,9 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         "--abi",
         choices=("full", "stable"),
         default="full",
-        help="full: C++ autograd and checks, a wheel per torch release; stable: LibTorch's "
-        "stable ABI, one abi3 wheel for every torch from the target on, autograd and checks "
-        "in Python",
+        help="full: the checks and a Meta kernel in C++, autograd in Python "
+        "(torch.library.register_autograd), a wheel per torch release; stable: LibTorch's "
+        "stable ABI, one abi3 wheel for every torch from the target on, checks, fake kernel "
+        "and autograd in Python",
     )
     new.add_argument(
         "--packages-dir",
@@ -54,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             target = new_package(args.name, packages_dir, cuda=args.cuda, abi=args.abi)
             print(f"wrote {target}")
             print(f"next: pip install --no-build-isolation {target}")
-            print(f"      pytest {target / 'tests'}")
+            print(f"      python -m pytest {target / 'tests'}")
             return 0
         if args.command == "doctor":
             from .doctor import main as doctor_main

@@ -54,6 +54,38 @@ def check_python(version: tuple[int, int, int] | None = None) -> Finding:
     return Finding("ok", "python", f"{text} ({sys.executable})")
 
 
+# The setuptools the packages' [build-system] requires: their license = "BSD-3-Clause"
+# (PEP 639) needs 77, and pip install --no-build-isolation builds with the one installed.
+SETUPTOOLS_NEEDED = "77"
+
+
+def setuptools_version() -> str | None:
+    try:
+        import setuptools
+    except ImportError:
+        return None
+    return setuptools.__version__
+
+
+def check_setuptools(version: str | None) -> Finding:
+    """The installed setuptools (None: none) against SETUPTOOLS_NEEDED."""
+    from packaging.version import Version
+
+    command = f"pip install -U 'setuptools>={SETUPTOOLS_NEEDED}'"
+    if version is None:
+        return Finding("fail", "setuptools", f"not installed; {command}")
+    if Version(version) < Version(SETUPTOOLS_NEEDED):
+        return Finding(
+            "fail",
+            "setuptools",
+            f"{version}, older than the {SETUPTOOLS_NEEDED} the packages' pyproject.toml needs "
+            "(pip install --no-build-isolation does not upgrade it, and every build fails "
+            'with setuptools\' "`project.license` must be valid exactly by one definition"); '
+            f"{command}",
+        )
+    return Finding("ok", "setuptools", version)
+
+
 def check_torch(torch: Any) -> Finding:
     if torch is None:
         return Finding(
@@ -340,7 +372,7 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     env = dict(os.environ if env is None else env)
     if torch == "import":
         torch = import_torch()
-    findings = [check_python(), check_torch(torch)]
+    findings = [check_python(), check_setuptools(setuptools_version()), check_torch(torch)]
     torch_version = torch.__version__ if torch is not None else None
     findings.append(check_cxx(env, torch_version))
     runtime = check_cxx_runtime(env)

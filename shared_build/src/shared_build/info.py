@@ -20,8 +20,14 @@ from typing import Any
 from .errors import BuildError
 
 
+def import_name(name: str) -> str:
+    """The import name of a package named as pip names it (my-op, My_Op: my_op), which is
+    also its folder under packages/."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
 def package_dir(name: str) -> str:
-    spec = importlib.util.find_spec(name)
+    spec = importlib.util.find_spec(name) if name.isidentifier() else None
     if spec is None or not spec.submodule_search_locations:
         raise BuildError(
             f"{name} is not installed in this environment ({sys.executable}); "
@@ -65,6 +71,7 @@ def cuda_architectures(libraries: list[str]) -> list[str] | None:
 
 
 def describe(name: str) -> list[tuple[str, str]]:
+    name = import_name(name)
     folder = package_dir(name)
     info = load_build_info(folder)
     libraries = sorted(
@@ -93,7 +100,9 @@ def describe(name: str) -> list[tuple[str, str]]:
         ("package", f"{name} {version}"),
         (
             "built against",
-            f"torch {info.get('torch')} (CUDA {info.get('torch_cuda')}), Python {info.get('python')}",
+            f"torch {info.get('torch')} ("
+            + (f"CUDA {info['torch_cuda']}" if info.get("torch_cuda") else "CPU-only build")
+            + f"), Python {info.get('python')}",
         ),
         ("compiler", str(info.get("compiler"))),
         ("CUDA", cuda_text),

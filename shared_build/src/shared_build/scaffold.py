@@ -11,6 +11,7 @@ every torch from the target release on, a CUDA kernel in a second library).
 
 from __future__ import annotations
 
+import importlib.util
 import keyword
 from pathlib import Path
 
@@ -23,9 +24,40 @@ TEMPLATES = {
 ABIS = tuple(TEMPLATES)
 
 
+# Names a package cannot take although they are identifiers: shared_build (installing it
+# would replace this tool) and torch (pip cannot install a second one: ResolutionImpossible).
+RESERVED = {
+    "shared_build": "this tool's own name: installing a package of that name would replace it",
+    "torch": "torch's own name: pip cannot install a package of that name beside torch",
+}
+
+# torch's own op namespaces (torch.ops.<name>), read without importing torch: a package's
+# op namespace is its name, and torch refuses a second TORCH_LIBRARY of one. When torch is
+# importable, the namespaces it registers are asked too (torch 2.14.1 has 26).
+TORCH_NAMESPACES = frozenset(
+    {"aten", "prim", "prims", "quantized", "sparse", "profiler", "inductor", "c10d", "mkldnn"}
+)
+
+
+def torch_namespaces() -> frozenset[str]:
+    """TORCH_NAMESPACES, and every namespace torch registers when torch is importable."""
+    if importlib.util.find_spec("torch") is None:
+        return TORCH_NAMESPACES
+    import torch
+
+    names = {op.split("::")[0] for op in torch._C._dispatch_get_all_op_names()}
+    return TORCH_NAMESPACES | names
+
+
 def check_name(name: str, packages_dir: Path) -> None:
-    """Refuse, with a sentence, a name that is not a fresh Python identifier."""
-    if not name.isidentifier() or keyword.iskeyword(name):
+    """Refuse, with a sentence, a name that is not a fresh, lower-case Python identifier, or
+    that is taken: by a folder, by a module Python imports already, or by torch."""
+    if keyword.iskeyword(name):
+        raise BuildError(
+            f"{name!r} is a Python keyword; a package name is also its import name and its "
+            "op namespace, e.g. my_op"
+        )
+    if not name.isidentifier():
         raise BuildError(
             f"{name!r} is not a Python identifier; a package name is also its import name and "
             "its op namespace, e.g. my_op"
@@ -34,6 +66,20 @@ def check_name(name: str, packages_dir: Path) -> None:
         raise BuildError(f"{name!r} has capitals; use lower case, e.g. {name.lower()}")
     if (packages_dir / name).exists():
         raise BuildError(f"{packages_dir / name} exists already; choose another name")
+    if name in RESERVED:
+        raise BuildError(f"{name!r} is {RESERVED[name]}; choose another name")
+    spec = importlib.util.find_spec(name)
+    if spec is not None:
+        where = spec.origin if spec.origin not in (None, "built-in", "frozen") else "built in"
+        raise BuildError(
+            f"{name!r} is the name of a module Python imports here already ({where}): a "
+            "package of that name would shadow it or be shadowed by it; choose another name"
+        )
+    if name in torch_namespaces():
+        raise BuildError(
+            f"{name!r} is an op namespace of torch itself (torch.ops.{name}), and a package's "
+            "op namespace is its name; choose another name"
+        )
 
 
 def render(text: str, values: dict[str, str]) -> str:
@@ -47,7 +93,7 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
     if abi not in ABIS:
         raise BuildError(f"--abi {abi!r} is not known; use full or stable")
     check_name(name, packages_dir)
-    from .setup_helpers import STABLE_TARGET
+    from .torch_facts import STABLE_TARGET
 
     values = {
         "name": name,

@@ -98,7 +98,10 @@ def dev(session: nox.Session) -> None:
     nox -s dev -- warp_perspective -k gradcheck  # what follows the package goes to pytest
     nox -s dev -- gc_cpp --torch 2.15.0
     """
-    version, args = suites.dev_torch(session.posargs, TORCH_VERSIONS[0])
+    try:
+        version, args = suites.dev_torch(session.posargs, TORCH_VERSIONS[0])
+    except ValueError as error:
+        session.error(f"nox -s dev: {error}")
     packages = {p.name: p for p in REPO.discover_packages()}
     if not args or args[0] not in packages:
         session.error(

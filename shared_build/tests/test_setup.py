@@ -372,6 +372,9 @@ def test_sdist_carries_sources_and_shared_build(tmp_path):
     modules = {p.name for p in Path(setup_helpers.__file__).parent.glob("*.py")}
     assert {f"_vendor/shared_build/{m}" for m in modules} <= names
     assert "_vendor/shared_build/include/shared_build/python_module.h" in names
+    # The test battery, which the sdist's tests run; not the repository's nox machinery.
+    assert "_vendor/shared_build/battery/checks.py" in names
+    assert not any(name.startswith("_vendor/shared_build/workspace") for name in names)
     assert not any(name.startswith("build/") for name in names)
 
 

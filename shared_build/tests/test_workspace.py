@@ -388,6 +388,10 @@ def test_what_the_tests_learn_from_nox(repo: Repo, monkeypatch) -> None:
 def test_the_torch_a_session_s_arguments_name() -> None:
     assert suites.dev_torch(["add_ext", "-k", "x"], "2.13.0") == ("2.13.0", ["add_ext", "-k", "x"])
     assert suites.dev_torch(["gc_cpp", "--torch", "2.15.0"], "2.13.0") == ("2.15.0", ["gc_cpp"])
+    # The version left out: a sentence, not an IndexError (nox -s dev -- my_op --torch).
+    for args in (["my_op", "--torch"], ["my_op", "--torch", "-k", "x"]):
+        with pytest.raises(ValueError, match=r"--torch needs a version, e\.g\. --torch 2\.13\.0"):
+            suites.dev_torch(args, "2.13.0")
     versions = ["2.13.0", "2.14.1", "2.15.0"]
     assert suites.bench_versions(["--quick"], versions) == (["2.13.0"], ["--quick"])
     assert suites.bench_versions(["--all-torch"], versions) == (versions, [])

@@ -52,7 +52,9 @@ def make_sdist(root: Path, common: Path | None = None) -> type:
             inside = {f for f in files if not os.path.normpath(f).startswith("..")}
             super().make_release_tree(base_dir, sorted(inside | set(extra)))
             ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-            shutil.copytree(HERE, Path(base_dir) / "_vendor" / "shared_build", ignore=ignore)
+            # Not workspace/: the repository's nox machinery builds no package.
+            vendored = shutil.ignore_patterns("__pycache__", "*.pyc", "workspace")
+            shutil.copytree(HERE, Path(base_dir) / "_vendor" / "shared_build", ignore=vendored)
             if common is not None:
                 shutil.copytree(common, Path(base_dir) / "_vendor" / common.name, ignore=ignore)
 

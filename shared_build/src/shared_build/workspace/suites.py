@@ -88,6 +88,8 @@ def dev_torch(posargs: Sequence[str], default: str) -> tuple[str, list[str]]:
     version = default
     if "--torch" in args:
         index = args.index("--torch")
+        if index + 1 == len(args) or args[index + 1].startswith("-"):
+            raise ValueError(f"--torch needs a version, e.g. --torch {default}")
         version = args[index + 1]
         del args[index : index + 2]
     return version, args

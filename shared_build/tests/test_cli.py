@@ -439,6 +439,7 @@ def test_scaffolded_package_builds_and_passes_its_tests(tmp_path, cuda, abi):
             "no:cacheprovider",
             "-W",
             "ignore::pytest.PytestUnknownMarkWarning",
+            "-rA",
             str(package / "tests"),
         ],
         cwd=tmp_path,
@@ -449,3 +450,20 @@ def test_scaffolded_package_builds_and_passes_its_tests(tmp_path, cuda, abi):
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
     assert " passed" in tests.stdout and " failed" not in tests.stdout
+    # The test battery, with no edit anywhere else: the op fuzzed, property-tested,
+    # thread-checked, compiled, exported, its memory held flat.
+    for check in (
+        "reference",
+        "opcheck",
+        "gradcheck",
+        "fuzz",
+        "properties",
+        "threads",
+        "memory",
+        "compile",
+        "export",
+        "bad",
+    ):
+        assert re.search(rf"PASSED .*test_battery\[demo_op\.mul_add-{check}-cpu", tests.stdout), (
+            check
+        )

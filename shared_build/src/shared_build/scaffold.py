@@ -21,6 +21,8 @@ TEMPLATES = {
     "full": Path(__file__).resolve().parent / "templates" / "op",
     "stable": Path(__file__).resolve().parent / "templates" / "op_stable",
 }
+# Written for either ABI: the op's declaration for the test battery, and the conftest.py.
+COMMON = Path(__file__).resolve().parent / "templates" / "common"
 ABIS = tuple(TEMPLATES)
 
 
@@ -101,19 +103,18 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
         "cuda_flag": " --cuda" if cuda else "",
         # A package without a CUDA kernel has no CUDA tests: on a GPU machine they would
         # fail (no kernel for the CUDA key), and here they would only skip.
-        "devices": (
-            '["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]'
-            if cuda
-            else '["cpu"]  # `shared_build new NAME --cuda` adds a CUDA kernel and its tests'
-        ),
+        "battery_devices": '("cpu", "cuda")' if cuda else '("cpu",)',
         "stable_target": STABLE_TARGET,
         "stable_build_torch": f"{STABLE_TARGET}.0",
     }
     templates = TEMPLATES[abi]
     target = packages_dir / name
     written = []
-    for template in sorted(templates.rglob("*.tmpl")):
-        relative = template.relative_to(templates)
+    every = [(templates, t) for t in templates.rglob("*.tmpl")] + [
+        (COMMON, t) for t in COMMON.rglob("*.tmpl")
+    ]
+    for folder, template in sorted(every, key=lambda pair: pair[1].relative_to(pair[0])):
+        relative = template.relative_to(folder)
         if not cuda and "cuda" in relative.parts[:-1]:
             continue
         out = target / Path(*(part.replace("NAME", name) for part in relative.parts))

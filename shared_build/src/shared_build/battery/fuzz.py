@@ -28,6 +28,11 @@ BREAKAGES = {
     "sparse_coo": "v.to_sparse()",
 }
 
+# Gaps every op has, with why: an op with no sparse kernel is refused by the dispatcher
+# before any check of ours runs, in a sentence that names the op and the layout but not
+# the argument.
+GAPS = {r":sparse_coo$": r"Could not run '\w+::\w+' with arguments from the 'Sparse\w*' backend"}
+
 _FUZZ_CHILD = textwrap.dedent(
     """
     import json, sys, torch
@@ -102,7 +107,7 @@ def check_fuzz(op: OpTest, device: str, dtype: Any) -> None:
             continue
         if any(
             re.search(k, label) and re.search(m, result["message"] or "")
-            for k, m in op.fuzz_gaps.items()
+            for k, m in {**GAPS, **op.fuzz_gaps}.items()
         ):
             continue
         call = f"{op.name} with {arg} = {expression}"

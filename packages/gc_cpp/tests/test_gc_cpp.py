@@ -1,4 +1,5 @@
-"""gc_cpp against the plain-PyTorch reference adj @ x @ weight + bias, in float64."""
+"""gc_cpp against the plain-PyTorch reference adj @ x @ weight + bias, in float64, and the
+test battery (shared_build.battery) on the ops as gc_cpp_battery.py declares them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import warnings
 
 import pytest
 import torch
+from gc_cpp_battery import OPS
 from torch.testing import assert_close
 
 import gc_cpp
+from shared_build.battery import battery
 
 # Sparse CSR construction warns once per process that the layout is in beta.
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
@@ -29,6 +32,8 @@ ORDERS = {
 graph_conv_op = torch.ops.gc_cpp.graph_conv.default
 forward_op = torch.ops.gc_cpp._graph_conv_forward.default
 transpose_op = torch.ops.gc_cpp._csr_transpose.default
+
+test_battery = battery(OPS)
 
 
 def reference(adj, x, weight, bias=None):

@@ -49,7 +49,17 @@ import pytest
 
 from .draw import as_view, sides, tensors
 
-__all__ = ["Bad", "OpTest", "Sample", "as_view", "battery", "run_check", "sides", "tensors"]
+__all__ = [
+    "CHECKS",
+    "Bad",
+    "OpTest",
+    "Sample",
+    "as_view",
+    "battery",
+    "run_check",
+    "sides",
+    "tensors",
+]
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 CHECKS = (
@@ -109,7 +119,7 @@ class OpTest:
     bad: Callable[[], Sequence[Bad]] = list
     # Extra ways to break a call for the fuzzer: (argument, Python expression over the
     # valid call's arguments, by name), and the (argument, breakage) pairs that are valid
-    # calls (their result must equal the reference's).
+    # calls, which the fuzzer leaves out.
     fuzz_extra: Sequence[tuple[str, str]] = ()
     fuzz_valid: frozenset[tuple[str, str]] = frozenset()
     # Known gaps: breakage label (regex) -> the message (regex) accepted there, e.g. the
@@ -149,6 +159,8 @@ def _applies(op: OpTest, check: str) -> bool:
 
 
 def _cases(op: OpTest) -> list[Any]:
+    unknown = set(op.skip) - set(CHECKS)
+    assert not unknown, f"{op.name} skips checks the battery does not have: {sorted(unknown)}"
     cases = []
     for check in CHECKS:
         if not _applies(op, check):

@@ -160,31 +160,43 @@ def check_backward(op: OpTest, device: str, dtype: Any) -> None:
 
 
 def check_compile(op: OpTest, device: str, dtype: Any) -> None:
+    """torch.compile(fullgraph=True, dynamic=True) of the op over samples of one structure
+    (one graph, dynamic sizes): results and, for a differentiable op, the gradients of its
+    floating dense inputs equal eager's."""
     import torch
 
     torch._dynamo.reset()
     compiled = torch.compile(op.fn, fullgraph=True, dynamic=True)
     for sample in _same_structure(_samples(op, device, dtype)):
-        eager = op.fn(*sample.args, **sample.kwargs)
-        got = compiled(*sample.args, **sample.kwargs)
-        _close(got, eager, _tolerance(op, dtype), f"compiled {op.name}({sample.name})")
-        outputs = [t for t in _tensors(got) if t.requires_grad]
-        leaves = [a for a in sample.args if isinstance(a, torch.Tensor) and a.requires_grad]
-        if outputs and leaves:
-            grads = torch.autograd.grad(
-                sum(o.float().sum() for o in outputs), leaves, allow_unused=True
-            )
-            want = torch.autograd.grad(
-                sum(o.float().sum() for o in _tensors(eager) if o.requires_grad),
-                leaves,
-                allow_unused=True,
-            )
-            _close(
-                [g for g in grads if g is not None],
-                [w for w in want if w is not None],
-                _tolerance(op, dtype),
-                f"gradient of compiled {op.name}({sample.name})",
-            )
+        args = list(_detach(sample.args))
+        leaves = []
+        if op.differentiable:
+            for i, a in enumerate(args):
+                if (
+                    isinstance(a, torch.Tensor)
+                    and a.dtype.is_floating_point
+                    and a.layout == torch.strided
+                ):
+                    args[i] = a.clone().requires_grad_()
+                    leaves.append(args[i])
+        eager = op.fn(*args, **sample.kwargs)
+        got = compiled(*args, **sample.kwargs)
+        what = f"compiled {op.name}({sample.name})"
+        _close(got, eager, _tolerance(op, dtype), what)
+        pairs = [
+            (g, e) for g, e in zip(_tensors(got), _tensors(eager), strict=True) if g.requires_grad
+        ]
+        if not (pairs and leaves):
+            continue
+        seeds = [
+            torch.randn(g.shape, dtype=torch.float64, device=g.device).to(g.dtype) for g, _ in pairs
+        ]
+        grads = torch.autograd.grad([g for g, _ in pairs], leaves, seeds, allow_unused=True)
+        want = torch.autograd.grad([e for _, e in pairs], leaves, seeds, allow_unused=True)
+        for i, (g, w) in enumerate(zip(grads, want, strict=True)):
+            assert (g is None) == (w is None), f"gradient {i} of {what}: present on one side only"
+            if g is not None:
+                _close(g, w, _tolerance(op, dtype), f"gradient {i} of {what}")
 
 
 def _structure(sample: Sample) -> tuple:

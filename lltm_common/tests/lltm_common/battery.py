@@ -91,9 +91,9 @@ def _name(shape: Sequence[int], extra: str = "") -> str:
 
 
 def forward_samples(device: str, dtype: torch.dtype) -> list[Sample]:
-    """forward's good calls. In float32 the first two need grad: the compile check
-    differentiates through the compiled op there, and the reference check takes the
-    autograd kernel's path (the others take its direct path)."""
+    """forward's good calls. In float32 the first two need grad: the reference check takes
+    the autograd kernel's path there (the others its direct one), and opcheck checks the
+    autograd registration with inputs that need grad."""
     samples = [
         Sample(
             tuple(_forward_inputs(shape, dtype, device, grad=dtype == torch.float32 and n < 2)),

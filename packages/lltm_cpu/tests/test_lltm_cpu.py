@@ -1,4 +1,6 @@
-"""lltm_cpu: the shared LLTM suite on the CPU, plus what only the CPU kernels have."""
+"""lltm_cpu: the test battery of the LLTM ops on the CPU (lltm_common/tests: battery.py
+declares them), the shared LLTM suite (suite.py: the Python API, the module, the C++
+autograd), plus what only the CPU kernels have."""
 
 from __future__ import annotations
 
@@ -10,10 +12,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from lltm_common.battery import lltm_ops
 from lltm_common.reference import make_inputs
 from lltm_common.suite import *  # noqa: F403  (the shared cases, run here against lltm_cpu)
 
 import lltm_cpu
+from shared_build.battery import battery
+
+OPS = lltm_ops(lltm_cpu, "cpu")
+test_battery = battery(OPS)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)

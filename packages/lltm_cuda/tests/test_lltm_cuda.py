@@ -1,14 +1,17 @@
-"""lltm_cuda on a GPU: the shared LLTM suite on CUDA, agreement with lltm_cpu, and what
-only the CUDA kernels have (streams, graph capture, large grids, a second device).
+"""lltm_cuda on a GPU: the test battery of the LLTM ops on CUDA (lltm_common/tests:
+battery.py declares them), the shared LLTM suite, agreement with lltm_cpu, and what only the
+CUDA kernels have (streams, graph capture, large grids, a second device).
 
-Every test here needs a GPU (module-level cuda marker); without one they are skipped with
-the reason shown. test_lltm_cuda_no_gpu.py holds what runs without a GPU.
+Every test here but the battery's bad calls and fuzzer (CPU and meta tensors, whose checks
+lltm_cuda runs before it refuses them) needs a GPU and is marked cuda; without one they are
+skipped with the reason shown. test_lltm_cuda_no_gpu.py holds what else runs without a GPU.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from lltm_common.battery import lltm_ops
 from lltm_common.reference import (
     FORWARD_OUTPUT_NAMES,
     assert_close_scaled,
@@ -16,13 +19,16 @@ from lltm_common.reference import (
     lltm_gradients,
     make_inputs,
 )
-from lltm_common.suite import *  # noqa: F403  (the shared cases, run here against lltm_cuda)
-from lltm_common.suite import DTYPES, GRAD_NAMES
+from lltm_common.suite import DTYPES, GRAD_NAMES, on_the_gpu
 
 import lltm_cuda
+from shared_build.battery import battery
 from shared_build.testing import need_free_gpu_memory, on_a_busy_side_stream
 
-pytestmark = pytest.mark.cuda
+OPS = lltm_ops(lltm_cuda, "cuda")
+test_battery = battery(OPS)
+# The shared cases, run here against lltm_cuda, each marked cuda.
+globals().update(on_the_gpu())
 
 
 def _run(package, device, inputs, grads):
@@ -41,6 +47,7 @@ AGREEMENT = {
 }
 
 
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(16, 32, 128), (5, 3, 257), (64, 256, 1024)])
 def test_cuda_agrees_with_lltm_cpu(shape, dtype):
@@ -62,6 +69,7 @@ def test_cuda_agrees_with_lltm_cpu(shape, dtype):
         )
 
 
+@pytest.mark.cuda
 def test_float64_is_exact_double_math():
     """Saturated and tiny gates in float64 against the float64 reference at 1e-12: any
     rounding through float (the tutorial's fmax/fmin on doubles) shows up at 1e-8."""
@@ -73,6 +81,7 @@ def test_float64_is_exact_double_math():
         torch.testing.assert_close(out.cpu(), ref, rtol=1e-12, atol=1e-13, msg=name)
 
 
+@pytest.mark.cuda
 @pytest.mark.parametrize("shape", [(4096, 8, 600), (2, 3, 3001), (70_000, 1, 1)])
 def test_grid_stride_covers_large_and_odd_sizes(shape):
     """More elements (2.5 million) than a GPU holds threads, a state size that is no
@@ -91,6 +100,7 @@ def _reference(cell, x, h, c):
     return [t.detach().double().cpu() for t in (x, cell.weights, cell.bias, h, c)]
 
 
+@pytest.mark.cuda
 def test_runs_on_the_current_stream():
     cell = lltm_cuda.LLTM(32, 128).cuda()
     x, h, c = (torch.randn(16, n, device="cuda") for n in (32, 128, 128))
@@ -115,6 +125,7 @@ def test_runs_on_the_current_stream():
     assert_close_scaled(cell.weights.grad, reference["d_weights"], torch.float32)
 
 
+@pytest.mark.cuda
 def test_cuda_graph_capture_of_a_training_step():
     cell = lltm_cuda.LLTM(32, 128).cuda()
     static_x, h, c = (torch.randn(16, n, device="cuda") for n in (32, 128, 128))
@@ -146,6 +157,7 @@ def test_cuda_graph_capture_of_a_training_step():
     assert_close_scaled(cell.bias.grad, reference["d_bias"], torch.float32)
 
 
+@pytest.mark.cuda
 def test_mixed_cpu_and_cuda_tensors_are_rejected():
     args = make_inputs(3, 4, 5, device="cuda")
     args[2] = args[2].cpu()
@@ -156,6 +168,7 @@ def test_mixed_cpu_and_cuda_tensors_are_rejected():
         lltm_cuda.forward(*args)
 
 
+@pytest.mark.cuda
 def test_second_device_if_present():
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")
@@ -166,6 +179,7 @@ def test_second_device_if_present():
     assert_close_scaled(outputs[0], expected[0], torch.float64)
 
 
+@pytest.mark.cuda
 @pytest.mark.slow  # 40 GB on the GPU: not under compute-sanitizer
 def test_forward_past_2_to_the_31_elements():
     """gate_weights (batch, 3 * state) past 2^31 elements, where a 32-bit index into the
@@ -194,6 +208,7 @@ def test_forward_past_2_to_the_31_elements():
             )  # fmt: skip
 
 
+@pytest.mark.cuda
 @pytest.mark.slow  # 24 GB on the GPU: not under compute-sanitizer
 def test_backward_past_2_to_the_31_elements():
     """The backward op past 2^31 elements: gate_weights and d_gates (batch, 3 * state) hold

@@ -1,13 +1,14 @@
 """lltm_cuda without a GPU: what a CUDA build of torch on a machine without a GPU (CI) can
 still check. CPU tensors are refused with a pointer to lltm_cpu, and the fake kernels
-(meta device) give the shapes and reject bad input with the C++ kernels' sentences."""
+(meta device) give the shapes. (The battery's bad calls and fuzzer, in test_lltm_cuda.py,
+also run here: the fake kernels and the CPU refusal check every argument first.)"""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from lltm_common.battery import backward_args
 from lltm_common.reference import make_inputs
-from lltm_common.suite import BACKWARD_BAD, FORWARD_BAD, backward_args, bad_forward_args
 
 import lltm_cuda
 
@@ -57,23 +58,6 @@ def test_meta_shapes():
     assert [tuple(t.shape) for t in grads] == [(6, 4), (6, 5), (12, 9), (12,), (6, 4)]
     pointwise = torch.ops.lltm_cuda._backward_pointwise(*outputs[:2], *outputs[1:5], outputs[6])
     assert [tuple(t.shape) for t in pointwise] == [(6, 12), (12,), (6, 4)]
-
-
-@pytest.mark.parametrize("case", list(FORWARD_BAD), ids=list(FORWARD_BAD))
-def test_forward_bad_inputs_on_meta(case):
-    mutate, message = FORWARD_BAD[case]
-    args = bad_forward_args(mutate)("meta")
-    with pytest.raises(RuntimeError, match=f"lltm_cuda.forward: {message}"):
-        lltm_cuda.forward(*args.values())
-
-
-@pytest.mark.parametrize("case", list(BACKWARD_BAD), ids=list(BACKWARD_BAD))
-def test_backward_bad_inputs_on_meta(case):
-    name, factory, message = BACKWARD_BAD[case]
-    args = backward_args("meta")
-    args[name] = factory(args, "meta")
-    with pytest.raises(RuntimeError, match=f"lltm_cuda.backward: {message}"):
-        lltm_cuda.backward(*args.values())
 
 
 def test_module_matches_lltm_cpu_api():

@@ -36,8 +36,10 @@ from torch.testing import assert_close
 import warp_perspective
 from warp_perspective import warp_perspective as warp
 
-# The reference, written from the math, is beside this file (the property tests use it too).
+# The reference, written from the math, and the inputs are beside this file (the property
+# tests use the reference too).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from warp_inputs import FAMILIES, homography_family, random_homography, random_image, warp_dtype
 from warp_reference import reference, reference_and_ties
 
 cv2 = pytest.importorskip("cv2")
@@ -80,25 +82,6 @@ def reference_tolerance(dtype: torch.dtype) -> dict[str, float]:
 
 
 # ---- inputs ---------------------------------------------------------------------------
-
-
-def random_homography(generator: torch.Generator, scale: float = 1.0) -> torch.Tensor:
-    """Near identity: 5% linear distortion, a few pixels of shift, mild perspective."""
-    m = torch.eye(3, dtype=torch.float64)
-    m[:2, :2] += 0.05 * scale * torch.randn(2, 2, generator=generator, dtype=torch.float64)
-    m[:2, 2] = 4 * scale * torch.randn(2, generator=generator, dtype=torch.float64)
-    m[2, :2] = 1e-3 * scale * torch.randn(2, generator=generator, dtype=torch.float64)
-    return m
-
-
-def random_image(shape, dtype, generator, device="cpu") -> torch.Tensor:
-    if dtype == torch.uint8:
-        return torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8).to(device)
-    return torch.rand(shape, generator=generator, dtype=torch.float64).to(device, dtype)
-
-
-def warp_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.uint8 else dtype
 
 
 def value_range(dtype: torch.dtype) -> float:
@@ -241,54 +224,6 @@ def test_matches_reference(device, kind, dtype, interpolation, padding_mode):
         assert_close(ours.cpu(), expected, **reference_tolerance(dtype))
 
 
-def homography_family(kind: str, h: int, w: int) -> torch.Tensor:
-    """Homographies that steer the CPU kernels' groups of pixels onto their different paths:
-    loads from a window (near identity, integer shift), gathers (steep rotation, strong
-    zoom out, a mirror, strong perspective with w = 0 inside the output), or both. None
-    puts source coordinates on exact halves, where nearest sampling would depend on the
-    last bit of the inverse matrix."""
-    m = torch.eye(3, dtype=torch.float64)
-    c = torch.tensor([[1.0, 0, (w - 1) / 2], [0, 1, (h - 1) / 2], [0, 0, 1]], dtype=torch.float64)
-    if kind == "shift":
-        m[0, 2], m[1, 2] = 5, -3
-    elif kind == "near_identity":
-        m = torch.tensor([[1.03, 0.04, 2.3], [-0.05, 0.98, -1.7], [2e-4, -1e-4, 1]])
-    elif kind in ("rotate_3", "rotate_30"):
-        a = torch.deg2rad(torch.tensor(3.0 if kind == "rotate_3" else 30.0, dtype=torch.float64))
-        r = torch.tensor([[a.cos(), -a.sin(), 0], [a.sin(), a.cos(), 0], [0, 0, 1]])
-        m = c @ r @ torch.linalg.inv(c)
-    elif kind == "zoom_out":  # 16 pixels read ~40 columns: too wide for one window
-        m = (
-            c
-            @ torch.diag(torch.tensor([0.37, 0.41, 1.0], dtype=torch.float64))
-            @ torch.linalg.inv(c)
-        )
-    elif kind == "zoom_in":
-        m = (
-            c
-            @ torch.diag(torch.tensor([2.3, 2.45, 1.0], dtype=torch.float64))
-            @ torch.linalg.inv(c)
-        )
-    elif kind == "mirror":  # source columns decrease along a row
-        m = torch.tensor([[-1.0, 0.02, w - 1.3], [0.01, 1, 0.3], [0, 0, 1]])
-    elif kind == "perspective":  # w = 0 on a line through the output
-        m = torch.tensor([[1.0, 0.1, 0], [0.05, 1, 0], [-2.0 / w, 0.0, 1.0]])
-    else:
-        raise ValueError(kind)
-    return m.double()
-
-
-FAMILIES = [
-    "shift",
-    "near_identity",
-    "rotate_3",
-    "rotate_30",
-    "zoom_out",
-    "zoom_in",
-    "mirror",
-    "perspective",
-]
-
 # Every CPU level of the built-in kernel, each in its own process: the level is read once.
 _LEVELS = {
     "default": {},
@@ -299,7 +234,7 @@ _LEVELS = {
 _LEVEL_SCRIPT = """
 import itertools, sys, torch, warp_perspective
 sys.path.insert(0, sys.argv[2])
-from test_warp_perspective import FAMILIES, homography_family
+from warp_inputs import FAMILIES, homography_family
 outs = {}
 for dtype, interpolation, padding_mode in itertools.product(
     (torch.float32, torch.float64, torch.uint8), ("bilinear", "nearest"), ("zeros", "border")

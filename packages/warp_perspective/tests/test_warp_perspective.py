@@ -369,6 +369,16 @@ def test_row_kernels_agree_across_levels(tmp_path):
             )
 
 
+def test_runs_the_cpu_level_asked_for():
+    """nox -s sanitize reruns the property tests with WARP_PERSPECTIVE_NO_AVX512 /
+    _NO_AVX2: make sure the kernels it then checks are the lower ones."""
+    level = warp_perspective.build_config()["cpu_level"]
+    if os.environ.get("WARP_PERSPECTIVE_NO_AVX2") == "1":
+        assert level == "portable"
+    elif os.environ.get("WARP_PERSPECTIVE_NO_AVX512") == "1":
+        assert level in ("avx2", "portable")
+
+
 # ---- exact copies, thread counts, backends --------------------------------------------------
 
 
@@ -648,6 +658,26 @@ def test_bad_inputs_under_fake_tensor_mode():
 
     with FakeTensorMode(), pytest.raises(RuntimeError, match="batch sizes differ"):
         warp(torch.rand(2, 1, 4, 4), torch.rand(3, 3, 3))
+
+
+def test_none_and_huge_sizes_name_the_argument():
+    """What the fuzzer found (tests/test_robustness.py before the battery)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    image, m = torch.rand(1, 2, 5, 6), torch.eye(3)
+    ops = torch.ops.warp_perspective
+    # None reached autograd's bookkeeping first: "tensor does not have a device".
+    with pytest.raises(RuntimeError, match="warp_perspective: image is undefined"):
+        ops.warp_perspective(None, m, None, "bilinear", "zeros")
+    with pytest.raises(RuntimeError, match="warp_perspective: warp is undefined"):
+        ops.warp_perspective_backward(image, None, [1, 2, 5, 6], "bilinear", "zeros")
+    # Sizes whose bytes overflow int64 failed in the allocator, naming no argument.
+    with pytest.raises(RuntimeError, match=r"dsize \[1099511627776, 1099511627776\] makes an"):
+        ops.warp_perspective(image, m, [2**40, 2**40], "bilinear", "zeros")
+    with pytest.raises(RuntimeError, match=r"image_size \[1, 2, 1099511627776, 1099511627776\]"):
+        ops.warp_perspective_backward(image, m, [1, 2, 2**40, 2**40], "bilinear", "zeros")
+    with FakeTensorMode() as mode, pytest.raises(RuntimeError, match="dsize .* makes an output"):
+        ops.warp_perspective(mode.from_tensor(image), mode.from_tensor(m), [2**40, 2**40])
 
 
 BAD_MATRIX = pytest.mark.parametrize(

@@ -140,6 +140,7 @@ OPS = [
         reference=reference,
         tolerance=tolerance,
         gradgrad=True,
+        memory_dtype="float16",  # the F16C conversions' path (tests/test_robustness.py's)
         bad=bad,
         fuzz_extra=(
             ("alpha", "'two'"),

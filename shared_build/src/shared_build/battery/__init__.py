@@ -130,6 +130,7 @@ class OpTest:
     properties: Callable[[str], Any] | None = None
     check: Callable[[Sample, Any, Any], None] | None = None
     skip: dict[str, str] = field(default_factory=dict)  # check -> why it does not apply
+    memory_dtype: str = "float32"  # the dtype whose smallest sample the memory check calls
 
     def package(self) -> str:
         return self.name.split(".", 1)[0]
@@ -179,7 +180,9 @@ def _cases(op: OpTest) -> list[Any]:
 def _dtypes(op: OpTest, check: str) -> list[str | None]:
     if check == "gradcheck":
         return ["float64"] if op.differentiable and "float64" in op.dtypes else []
-    if check in ("opcheck", "reference", "backward", "cuda_vs_cpu", "threads"):
+    if check == "backward":  # no gradient of an integer tensor
+        return [d for d in op.dtypes if d in FLOATING]
+    if check in ("opcheck", "reference", "cuda_vs_cpu", "threads"):
         return list(op.dtypes)
     if check in ("compile", "export", "torchscript"):
         return [op.dtypes[-1] if "float32" not in op.dtypes else "float32"]

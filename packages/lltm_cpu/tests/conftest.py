@@ -13,6 +13,7 @@ from shared_build.testing import common_tests  # noqa: E402
 
 # lltm_common.battery (the ops as the battery sees them), .suite and .reference.
 common_tests(_package, "lltm_common")
+sys.path.append(str(_package / "tests"))  # lltm_cpu_battery.py
 from lltm_common.suite import conftest  # noqa: E402
 
 impl = conftest("lltm_cpu", "cpu")

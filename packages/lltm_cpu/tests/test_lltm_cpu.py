@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from lltm_common.battery import lltm_ops
 from lltm_common.reference import make_inputs
 from lltm_common.suite import *  # noqa: F403  (the shared cases, run here against lltm_cpu)
+from lltm_cpu_battery import OPS
 
 import lltm_cpu
 from shared_build.battery import battery
 
-OPS = lltm_ops(lltm_cpu, "cpu")
 test_battery = battery(OPS)
 
 

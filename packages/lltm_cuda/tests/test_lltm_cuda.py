@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from lltm_common.battery import lltm_ops
 from lltm_common.reference import (
     FORWARD_OUTPUT_NAMES,
     assert_close_scaled,
@@ -20,12 +19,12 @@ from lltm_common.reference import (
     make_inputs,
 )
 from lltm_common.suite import DTYPES, GRAD_NAMES, on_the_gpu
+from lltm_cuda_battery import OPS
 
 import lltm_cuda
 from shared_build.battery import battery
 from shared_build.testing import need_free_gpu_memory, on_a_busy_side_stream
 
-OPS = lltm_ops(lltm_cuda, "cuda")
 test_battery = battery(OPS)
 # The shared cases, run here against lltm_cuda, each marked cuda.
 globals().update(on_the_gpu())

@@ -604,3 +604,14 @@ def local_cases(ops: list[OpTest]) -> list[Any]:
                 ident = f"{op.name}-{check}-{device}-{dtype}"
                 cases.append(pytest.param(op, check, device, dtype, id=ident, marks=marks))
     return cases
+
+
+# The package's ops the battery does not run, with why (tests/test_battery_declarations.py).
+NOT_DECLARED = {
+    "warp_perspective::_build_config": "takes no tensor: test_backend_reports_the_build",
+    **(
+        {}
+        if HAVE_OPENCV
+        else {"warp_perspective::_warp_perspective_opencv": "this build has no OpenCV backend"}
+    ),
+}

@@ -57,7 +57,7 @@ try:
 except ImportError:  # the property tests skip themselves without it
     pass
 else:
-    # The property tests (tests/test_properties.py). "ci", the default, draws the same
+    # The property tests (the test battery's). "ci", the default, draws the same
     # examples on every run (a red CI is reproducible); --hypothesis-profile=thorough draws
     # new ones, ten times as many.
     _SLOW_DRAWS = [HealthCheck.too_slow, HealthCheck.data_too_large]

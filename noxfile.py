@@ -117,12 +117,6 @@ def dev(session: nox.Session) -> None:
         env.install_package(package)
     run_env = {**suites.pytest_env(env), "REPO_ONCE_TORCH": "none"}
     env.run(env.python, "-m", "pytest", "-q", str(package.root / "tests"), *args, env=run_env)
-    if not args:  # and its cases of the cross-package property and robustness tests
-        env.run(
-            env.python, "-m", "pytest", "-q", str(ROOT / "tests" / "test_properties.py"),
-            str(ROOT / "tests" / "test_robustness.py"), "-k", package.name, env=run_env,
-            success_codes=[0, 5],
-        )  # fmt: skip
 
 
 @nox.session(venv_backend="none")
@@ -136,9 +130,7 @@ def sanitize(session: nox.Session) -> None:
             env.ensure(envs.all_requirements(packages))
             # From source, the stable-ABI packages too: a sanitized build is never a wheel.
             env.install_packages(packages)
-        properties = str(ROOT / "tests" / "test_properties.py")
-        paths = [*suites.package_suites(env, packages), properties,
-                 str(ROOT / "tests" / "test_robustness.py")]  # fmt: skip
+        paths = suites.package_suites(env, packages)
         log_dir = env.path / "sanitizer-logs"
         shutil.rmtree(log_dir, ignore_errors=True)
         log_dir.mkdir()
@@ -152,8 +144,9 @@ def sanitize(session: nox.Session) -> None:
             # loops (warp_perspective) and the portable ones (warp_perspective, add_ext's
             # float16).
             for level, ops in PORTABLE_LEVELS:
-                session.log(f"sanitize: {ops} with {level}")
-                report.pytest(env, *pytest, properties, "-k", ops, *session.posargs,
+                session.log(f"sanitize: the property tests of {ops} with {level}")
+                chosen = f"(properties or cpu_level) and ({ops})"
+                report.pytest(env, *pytest, *paths, "-k", chosen, *session.posargs,
                               env={**run_env, **level})  # fmt: skip
         finally:
             for log in sorted(log_dir.iterdir()):

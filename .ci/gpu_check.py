@@ -13,8 +13,8 @@ correctness first, each ending by its deadline within the budget (seconds from t
              each then imported in a fresh process: a crash there is reported as a crash
   test       every CUDA-marked test of every suite, the suites side by side on the cores;
              then the tests that need most of the GPU's memory (past 2^31 elements), alone
-  sanitize   compute-sanitizer memcheck and initcheck over each package with CUDA kernels and
-             the CUDA property tests; racecheck and synccheck where kernels share memory
+  sanitize   compute-sanitizer memcheck and initcheck over the CUDA tests of each package
+             with CUDA kernels; racecheck and synccheck where kernels share memory
   bench      the headline CUDA rows (benchmarks/run.py --headline), each written as measured
 
 summary.txt gets one line per result as it comes; verdict.txt is rewritten at every step.
@@ -51,6 +51,13 @@ RESERVE = {"build": 300, "test": 170, "sanitize": 85, "bench": 8}
 # suites), and CUDA-graph captures (they need the caching allocator, which the sanitizer
 # runs turn off).
 LARGE = "2_to_the_31"
+# How a test file has CUDA tests: a cuda marker on a test, a module or a parameter, or the
+# test battery (its CUDA cases are cuda-marked).
+CUDA_TESTS = re.compile(
+    r"^\s*@pytest\.mark\.cuda\b|^pytestmark = .*pytest\.mark\.cuda|marks=pytest\.mark\.cuda"
+    r"|^test_battery = battery\(",
+    re.M,
+)
 GRAPH_CAPTURE = "graph_capture"
 DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
 PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
@@ -342,14 +349,15 @@ def cuda_test_files(folder: str) -> list[str]:
     file of CPU tests that skips itself for want of a module the GPU machine need not have
     (networkx, nox) would read as a forbidden skip."""
     files = sorted((ROOT / folder).rglob("test_*.py"))
-    return [str(f.relative_to(ROOT)) for f in files if re.search(r"mark\.cuda\b", f.read_text())]
+    return [str(f.relative_to(ROOT)) for f in files if CUDA_TESTS.search(f.read_text())]
 
 
 def test_lanes(packages: list[str], cores: int, durations: dict[str, float]) -> list[Lane]:
-    """The suites side by side: each package's, the cross-package CUDA property tests and
-    shared_build's; the cores shared by the time the last GPU run took, else evenly."""
+    """The suites side by side: each package's (its test battery's CUDA cases among them),
+    the cross-package one and shared_build's, where they have CUDA tests; the cores shared
+    by the time the last GPU run took, else evenly."""
     folders = {p: f"packages/{p}/tests" for p in packages}
-    folders |= {"properties": "tests", "shared_build": "shared_build/tests"}
+    folders |= {"repo": "tests", "shared_build": "shared_build/tests"}
     suites = {name: files for name, folder in folders.items() if (files := cuda_test_files(folder))}
     took = {
         n: sum(s for t, s in durations.items() if t.split("::")[0] in f) for n, f in suites.items()
@@ -363,7 +371,8 @@ def test_lanes(packages: list[str], cores: int, durations: dict[str, float]) -> 
 
 
 def large_lane(lanes: list[Lane]) -> Lane:
-    return Lane("large", [p for lane in lanes for p in lane.paths], "cuda", LARGE)
+    files = [p for lane in lanes for p in lane.paths if LARGE in (ROOT / p).read_text()]
+    return Lane("large", files, "cuda", LARGE)
 
 
 def run_lanes(check: Check, prefix: str, lanes: list[Lane], slots: int, **extra: str) -> list[Job]:
@@ -446,19 +455,18 @@ def backtrace(check: Check, job: Job) -> None:
 
 # ---------------------------------------------------------------- sanitize
 def sanitizer_runs(check: Check) -> list[tuple[Lane, list[str]]]:
-    """(lane, tool arguments): memcheck and initcheck over each package with CUDA sources and
-    over the CUDA property tests (every kernel again, on drawn inputs); racecheck and
-    synccheck over the packages whose kernels share memory."""
+    """(lane, tool arguments): memcheck and initcheck over the CUDA tests of each package
+    with CUDA sources (its test battery's property tests draw inputs for every kernel);
+    racecheck and synccheck over the packages whose kernels share memory."""
     initcheck = (
         ["initcheck", "--check-bulk-copy", "yes"] if check.facts.get("bulk_copy") else ["initcheck"]
     )
     targets = {
         p: cuda_test_files(f"packages/{p}/tests") for p in check.packages if is_cuda_package(p)
     }
-    targets["properties"] = ["tests/test_properties.py"]
     runs = []
     for name, files in targets.items():
-        shared = name != "properties" and shares_memory(name)
+        shared = shares_memory(name)
         for tool in [["memcheck"], initcheck] + ([["racecheck"], ["synccheck"]] if shared else []):
             lane = Lane(
                 f"{name}-{tool[0]}",

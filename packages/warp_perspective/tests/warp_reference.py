@@ -1,5 +1,5 @@
 """warp_perspective in plain PyTorch, written from the math: the one reference of this
-package's suite and of the root property tests (tests/test_properties.py)."""
+package's suite and of its test battery declaration (warp_perspective_battery.py)."""
 
 from __future__ import annotations
 

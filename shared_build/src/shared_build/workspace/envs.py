@@ -296,8 +296,8 @@ class TorchEnv:
 SANITIZE = "address,undefined"
 # What a sanitized test run must not tolerate: the first report ends the process with a
 # non-zero status, and UBSan prints where. Leak detection is off: the interpreter and
-# torch keep memory alive until exit on purpose (tests/test_robustness.py checks that our
-# ops do not grow the process instead).
+# torch keep memory alive until exit on purpose (the test battery's memory check makes sure
+# our ops do not grow the process instead).
 SANITIZER_RUN_ENV = {
     "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1",
     "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
@@ -336,7 +336,7 @@ class SanitizedEnv(TorchEnv):
 
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
     # matplotlib: the report's plots (bench), and tests/test_benchmarks.py checks them;
-    # hypothesis: the property tests of every op (tests/test_properties.py).
+    # hypothesis: the property tests of every op (shared_build.battery).
     requirements = {r for p in packages for r in p.test_requires} | {"matplotlib", "hypothesis"}
     if bench:
         requirements |= {r for p in packages for r in p.bench_requires}

@@ -316,6 +316,8 @@ def test_new_stable_abi_writes_every_slot(tmp_path):
         "setup.py",
         "src/demo_st/__init__.py",
         "src/demo_st/ops.py",
+        "tests/conftest.py",
+        "tests/demo_st_battery.py",
         "tests/test_demo_st.py",
     ]
     text = "".join(p.read_text() for p in target.rglob("*") if p.is_file())
@@ -352,6 +354,8 @@ def test_new_writes_every_slot(tmp_path):
         "setup.py",
         "src/demo_op/__init__.py",
         "src/demo_op/ops.py",
+        "tests/conftest.py",
+        "tests/demo_op_battery.py",
         "tests/test_demo_op.py",
     ]
     text = "".join(p.read_text() for p in target.rglob("*") if p.is_file())
@@ -361,11 +365,10 @@ def test_new_writes_every_slot(tmp_path):
     assert not (cpu_only / "csrc" / "cuda").exists()
     assert 'cuda = "none"' in (cpu_only / "pyproject.toml").read_text()
     # Its tests ask for no CUDA kernel it does not have (they would fail on a GPU machine).
-    assert 'pytest.param("cuda"' in (target / "tests" / "test_demo_op.py").read_text()
-    assert 'DEVICES = ["cpu"]' in (cpu_only / "tests" / "test_cpu_op.py").read_text()
-    assert 'pytest.param("cuda"' not in (cpu_only / "tests" / "test_cpu_op.py").read_text()
+    assert 'devices=("cpu", "cuda")' in (target / "tests" / "demo_op_battery.py").read_text()
+    assert 'devices=("cpu",)' in (cpu_only / "tests" / "cpu_op_battery.py").read_text()
     stable = scaffold.new_package("cpu_st", tmp_path, abi="stable")
-    assert 'pytest.param("cuda"' not in (stable / "tests" / "test_cpu_st.py").read_text()
+    assert 'devices=("cpu",)' in (stable / "tests" / "cpu_st_battery.py").read_text()
 
 
 def test_cli_new_refusal_is_one_sentence(capsys):

@@ -401,6 +401,19 @@ def test_identity_and_integer_shift_are_exact(device, dtype, interpolation, padd
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("rows", [1, 2, 5])
+def test_images_with_shared_rows_read_each_row(kind, rows):
+    """An expanded image (row stride 0) is a row step of 0, which cv::Mat reads as "rows
+    packed": the OpenCV backend must copy such a layout (it once read past the row)."""
+    skip_unless_runs(kind, "cpu")
+    image = torch.arange(1.0, 4.0).view(1, 1, 1, 3).expand(2, 2, rows, 3)
+    eye = torch.eye(3)
+    for interpolation, padding_mode in MODES:
+        got = KERNELS[kind](image, eye, None, interpolation, padding_mode)
+        assert torch.equal(got, image.contiguous()), (interpolation, padding_mode)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_result_does_not_depend_on_thread_count(kind):
     skip_unless_runs(kind, "cpu")
     g = torch.Generator().manual_seed(11)

@@ -72,9 +72,12 @@ bool forward_opencv_cpu(const Problem& p,
       p.dst_h >= kOpenCVMaxSide || p.dst_w >= kOpenCVMaxSide) {
     return false;
   }
-  // cv::Mat rows must be contiguous; any other layout is copied once.
-  const Tensor src =
-      p.input.stride(3) == 1 ? p.input : torch::stable::contiguous(p.input);
+  // cv::Mat rows must be contiguous and must not overlap (a row step of 0,
+  // as in an expanded image, means "rows packed" to cv::Mat); any other
+  // layout is copied once.
+  const bool mat_layout =
+      p.input.stride(3) == 1 && (p.src_h == 1 || p.input.stride(2) >= p.src_w);
+  const Tensor src = mat_layout ? p.input : torch::stable::contiguous(p.input);
   const int64_t batch = src.size(0);
   const int64_t channels = src.size(1);
   const int64_t planes = batch * channels;
@@ -108,7 +111,9 @@ bool forward_opencv_cpu(const Problem& p,
                          type,
                          const_cast<char*>(src_base) +
                              (b * src.stride(0) + c * src.stride(1)) * elem,
-                         static_cast<size_t>(src.stride(2)) * elem);
+                         p.src_h == 1
+                             ? static_cast<size_t>(cv::Mat::AUTO_STEP)
+                             : static_cast<size_t>(src.stride(2)) * elem);
         // The band of output rows [y0, y0 + rows) is itself a warp whose
         // inverse map sees row y' = y - y0: shift the last column.
         const double* inv = inverses[inverses.size() == 1 ? 0 : b].data();

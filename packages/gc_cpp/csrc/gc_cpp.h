@@ -11,10 +11,7 @@
 #include <torch/headeronly/core/Layout.h>
 #include <torch/headeronly/core/ScalarType.h>
 
-#include <array>
 #include <cstdint>
-#include <optional>
-#include <tuple>
 
 namespace gc_cpp {
 
@@ -38,43 +35,5 @@ inline bool is_sparse_adj(const Tensor& adj) {
 
 // The sentences of the data-dependent checks, which no fake kernel can make.
 using shared_build::fail;
-
-// Calls an ATen op through the stable dispatcher entry point: `stack` holds
-// every argument of the schema (defaults included) and receives the outputs.
-template <size_t N>
-void call_aten(const char* name,
-               const char* overload,
-               std::array<StableIValue, N>& stack) {
-  SHARED_BUILD_SHIM_CHECK(
-      torch_call_dispatcher(name, overload, stack.data(), TORCH_ABI_VERSION));
-}
-
-template <typename... Args>
-std::array<StableIValue, sizeof...(Args)> make_stack(const Args&... args) {
-  return {torch::stable::detail::from(args)...};
-}
-
-inline Tensor to_tensor(StableIValue value) {
-  return torch::stable::detail::to<Tensor>(value);
-}
-
-// The ATen ops gc_cpp needs and the stable ops.h lacks. Named apart from
-// ATen's: torch::stable gains ops with ATen's names (index_select came in
-// 2.14), which argument-dependent lookup would make ambiguous with ours.
-Tensor product(const Tensor& a, const Tensor& b);
-Tensor product_plus_bias(const Tensor& bias, const Tensor& a, const Tensor& b);
-// a.T of a dense 2-D tensor, a view.
-Tensor transposed(const Tensor& a);
-
-// adj as the matrix the products use: dense as it is; sparse COO as CSR
-// (MKL/cuSPARSE CSR kernels are several times faster than the COO path);
-// sparse CSR as it is.
-Tensor adj_for_products(const Tensor& adj);
-
-// adj.T @ rhs for a dense adj (a transposed view: BLAS reads it as it is) or
-// a sparse one (as a CSR matrix built by gc_cpp::_csr_transpose, a counting
-// sort on CPU: multiplying by it is much faster than by adj.t(), a CSC view
-// that ATen converts on every call).
-Tensor adj_transposed_mm(const Tensor& adj, const Tensor& rhs);
 
 }  // namespace gc_cpp

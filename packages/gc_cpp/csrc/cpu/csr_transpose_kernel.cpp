@@ -17,15 +17,15 @@ namespace gc_cpp {
 namespace {
 
 template <typename index_t, typename value_t>
-void transpose_csr(const index_t* crow,
-                   const index_t* col,
-                   const value_t* values,
-                   int64_t num_rows,
-                   int64_t num_cols,
-                   int64_t nnz,
-                   index_t* t_crow,
-                   index_t* t_col,
-                   value_t* t_values) {
+void csr_transpose_counting_sort(const index_t* crow,
+                                 const index_t* col,
+                                 const value_t* values,
+                                 int64_t num_rows,
+                                 int64_t num_cols,
+                                 int64_t nnz,
+                                 index_t* t_crow,
+                                 index_t* t_col,
+                                 value_t* t_values) {
   // Validate the structure before any indexed write: a malformed CSR must
   // raise, not write out of bounds.
   SHARED_BUILD_CHECK(
@@ -91,7 +91,7 @@ void dispatch_values(const Tensor& crow,
                      Tensor& t_values) {
   auto run = [&](auto tag) {
     using value_t = decltype(tag);
-    transpose_csr<index_t, value_t>(
+    csr_transpose_counting_sort<index_t, value_t>(
         static_cast<const index_t*>(crow.const_data_ptr()),
         static_cast<const index_t*>(col.const_data_ptr()),
         static_cast<const value_t*>(values.const_data_ptr()),
@@ -117,10 +117,10 @@ void dispatch_values(const Tensor& crow,
   }
 }
 
-std::tuple<Tensor, Tensor, Tensor> csr_transpose_cpu(Tensor crow_indices,
-                                                     Tensor col_indices,
-                                                     Tensor values,
-                                                     int64_t num_cols) {
+std::tuple<Tensor, Tensor, Tensor> csr_transpose_kernel(Tensor crow_indices,
+                                                        Tensor col_indices,
+                                                        Tensor values,
+                                                        int64_t num_cols) {
   // ops.py has checked the arguments (gc_cpp.cpp says why not here); these
   // are the invariants the loops below rely on for memory safety, for a
   // caller that bypasses it.
@@ -160,5 +160,5 @@ std::tuple<Tensor, Tensor, Tensor> csr_transpose_cpu(Tensor crow_indices,
 }  // namespace gc_cpp
 
 STABLE_TORCH_LIBRARY_IMPL(gc_cpp, CPU, m) {
-  m.impl("_csr_transpose", TORCH_BOX(&gc_cpp::csr_transpose_cpu));
+  m.impl("_csr_transpose", TORCH_BOX(&gc_cpp::csr_transpose_kernel));
 }

@@ -336,8 +336,10 @@ class SanitizedEnv(TorchEnv):
 
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
     # matplotlib: the report's plots (bench), and tests/test_benchmarks.py checks them;
-    # hypothesis: the property tests of every op (shared_build.battery).
-    requirements = {r for p in packages for r in p.test_requires} | {"matplotlib", "hypothesis"}
+    # hypothesis: the property tests of every op (shared_build.battery); pyyaml:
+    # tests/test_workflow.py reads the CI workflows.
+    extras = {"matplotlib", "hypothesis", "pyyaml"}
+    requirements = {r for p in packages for r in p.test_requires} | extras
     if bench:
         requirements |= {r for p in packages for r in p.bench_requires}
     return sorted(requirements)

@@ -245,7 +245,7 @@ def abi_overhead(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format) and clang-format over the whole repository."""
+    """ruff (lint and format) and clang-format over the whole repository; zizmor and actionlint over the CI workflows."""
     # Pinned: a formatter release must not turn CI red on an unchanged tree.
     session.install("ruff==0.17.5", "clang-format==23.1.5")
     session.run("ruff", "check", ".")
@@ -257,6 +257,7 @@ def lint(session: nox.Session) -> None:
         if not ({".nox", "build", "_vendor"} & set(p.relative_to(ROOT).parts))
     )
     session.run("clang-format", "--dry-run", "--Werror", *sources)
+    ci.lint_workflows(session)
 
 
 @nox.session(venv_backend="none")

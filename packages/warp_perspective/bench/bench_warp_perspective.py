@@ -158,7 +158,7 @@ _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 def fresh_copy(image: torch.Tensor) -> torch.Tensor:
     """image copied into a new tensor advised for huge pages as the op's outputs are
-    (cpu/parallel.h, empty_output, which also pre-faults them in parallel with several
+    (cpu/warp_perspective_kernel.cpp, empty_output, which also pre-faults them in parallel with several
     threads): the bytes a warp must read and write, nothing else."""
     out = torch.empty_like(image)
     huge = 2 << 20

@@ -1,48 +1,47 @@
-// The argument checks of warp_perspective's real kernels, and the host-side
-// inversion of the matrices: inline, because both libraries need them (the
-// CPU one, _C, and the CUDA one, _C_cuda, which a CPU-only torch never
-// loads). ops.py's fake kernels check the same things over symbolic sizes, in
-// the same words (tests/test_warp_perspective.py sends every bad input
-// through both and compares the messages).
+// The argument checks of warp_perspective's real kernels, one function per op
+// (check_forward, check_backward), run before a kernel reads anything: inline,
+// because both libraries run them (the CPU one, _C, and the CUDA one, _C_cuda,
+// which a CPU-only torch never loads). ops.py's fake kernels run functions of
+// the same names over symbolic sizes, in the same words
+// (tests/test_warp_perspective.py sends every bad input through both and
+// compares the messages).
 #pragma once
 
+#include <shared_build/stable_checks.h>
+#include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/Layout.h>
+#include <torch/headeronly/core/ScalarType.h>
 
-#include <sstream>
+#include <cstdint>
+#include <optional>
 #include <string>
-
-#include "homography.h"
-#include "warp_perspective.h"
+#include <vector>
 
 namespace warp_perspective {
 
 using shared_build::device_name;
+using shared_build::fail;
 using shared_build::layout_name;
+using shared_build::Sizes;
 using shared_build::sizes_of;
+using torch::headeronly::ScalarType;
+using torch::stable::Tensor;
 
-inline Interpolation parse_interpolation(const std::string& s) {
-  if (s == "bilinear") {
-    return Interpolation::kBilinear;
+inline void check_modes(const std::string& interpolation,
+                        const std::string& padding_mode) {
+  if (interpolation != "bilinear" && interpolation != "nearest") {
+    fail("warp_perspective: interpolation must be \"bilinear\" or ",
+         "\"nearest\", got \"",
+         interpolation,
+         "\"");
   }
-  if (s == "nearest") {
-    return Interpolation::kNearest;
+  if (padding_mode != "zeros" && padding_mode != "border") {
+    fail(
+        "warp_perspective: padding_mode must be \"zeros\" or \"border\", got "
+        "\"",
+        padding_mode,
+        "\"");
   }
-  fail("warp_perspective: interpolation must be \"bilinear\" or ",
-       "\"nearest\", got \"",
-       s,
-       "\"");
-}
-
-inline Padding parse_padding(const std::string& s) {
-  if (s == "zeros") {
-    return Padding::kZeros;
-  }
-  if (s == "border") {
-    return Padding::kBorder;
-  }
-  fail("warp_perspective: padding_mode must be \"zeros\" or \"border\", got \"",
-       s,
-       "\"");
 }
 
 // Checks shared by the forward (on the image) and the backward (on
@@ -138,30 +137,15 @@ inline bool fits_in_a_tensor(const std::vector<int64_t>& sizes,
   return bytes < 0x1p62;
 }
 
-inline Tensor as_bchw(const Tensor& x) {
-  if (x.dim() == 2) {
-    return torch::stable::unsqueeze(torch::stable::unsqueeze(x, 0), 0);
-  }
-  return x.dim() == 3 ? torch::stable::unsqueeze(x, 0) : x;
-}
-
-inline std::string format_matrix(const double* m) {
-  std::ostringstream s;
-  s << "[[" << m[0] << ", " << m[1] << ", " << m[2] << "], [" << m[3] << ", "
-    << m[4] << ", " << m[5] << "], [" << m[6] << ", " << m[7] << ", " << m[8]
-    << "]]";
-  return s.str();
-}
-
-// Checks the arguments of warp_perspective (dims, sizes, dtypes, devices,
-// dsize, mode strings) and returns them normalised. Throws (RuntimeError in
-// Python) with a sentence naming the offending values. Every real kernel runs
-// these checks, whoever calls it: Python, TorchScript, a C++ program.
-inline Problem forward_problem(const Tensor& image,
-                               const Tensor& warp,
-                               const std::optional<std::vector<int64_t>>& dsize,
-                               const std::string& interpolation,
-                               const std::string& padding_mode) {
+// The checks of warp_perspective (dims, sizes, dtypes, devices, dsize, mode
+// strings). Throws (RuntimeError in Python) with a sentence naming the
+// offending values. Every real kernel runs them, whoever calls it: Python,
+// TorchScript, a C++ program.
+inline void check_forward(const Tensor& image,
+                          const Tensor& warp,
+                          const std::optional<std::vector<int64_t>>& dsize,
+                          const std::string& interpolation,
+                          const std::string& padding_mode) {
   check_image(image, "image");
   const ScalarType dtype = image.scalar_type();
   SHARED_BUILD_CHECK(
@@ -176,13 +160,7 @@ inline Problem forward_problem(const Tensor& image,
       "shape ",
       sizes_of(image));
   check_warp(image, "image", warp);
-  Problem p;
-  p.interpolation = parse_interpolation(interpolation);
-  p.padding = parse_padding(padding_mode);
-  p.src_h = image.size(-2);
-  p.src_w = image.size(-1);
-  p.dst_h = p.src_h;
-  p.dst_w = p.src_w;
+  check_modes(interpolation, padding_mode);
   if (dsize.has_value()) {
     const std::vector<int64_t>& d = *dsize;
     SHARED_BUILD_CHECK(
@@ -192,7 +170,7 @@ inline Problem forward_problem(const Tensor& image,
         Sizes{d});
     // A result whose byte size overflows int64 fails in the allocator with a
     // message that does not say where the size came from.
-    const int64_t planes = image.numel() / (p.src_h * p.src_w);
+    const int64_t planes = image.numel() / (image.size(-2) * image.size(-1));
     SHARED_BUILD_CHECK(
         fits_in_a_tensor({d[0], d[1], planes}, image.element_size()),
         "warp_perspective: dsize ",
@@ -204,24 +182,16 @@ inline Problem forward_problem(const Tensor& image,
         " x ",
         d[1],
         " pixels, more bytes than a tensor can hold");
-    p.dst_h = d[0];
-    p.dst_w = d[1];
   }
-  p.input = as_bchw(image);
-  p.warp = warp;
-  p.result_sizes = sizes_of(image).values;
-  p.result_sizes[image.dim() - 2] = p.dst_h;
-  p.result_sizes[image.dim() - 1] = p.dst_w;
-  return p;
 }
 
 // The same for warp_perspective_backward: grad_output has the forward's output
 // shape, image_size is the forward input's shape.
-inline Problem backward_problem(const Tensor& grad_output,
-                                const Tensor& warp,
-                                const std::vector<int64_t>& image_size,
-                                const std::string& interpolation,
-                                const std::string& padding_mode) {
+inline void check_backward(const Tensor& grad_output,
+                           const Tensor& warp,
+                           const std::vector<int64_t>& image_size,
+                           const std::string& interpolation,
+                           const std::string& padding_mode) {
   check_image(grad_output, "grad_output");
   const ScalarType dtype = grad_output.scalar_type();
   SHARED_BUILD_CHECK(
@@ -246,69 +216,7 @@ inline Problem backward_problem(const Tensor& grad_output,
                      Sizes{image_size},
                      " is more bytes than a tensor can hold");
   check_warp(grad_output, "grad_output", warp);
-  Problem p;
-  p.interpolation = parse_interpolation(interpolation);
-  p.padding = parse_padding(padding_mode);
-  p.src_h = image_size[dim - 2];
-  p.src_w = image_size[dim - 1];
-  p.dst_h = grad_output.size(-2);
-  p.dst_w = grad_output.size(-1);
-  p.input = as_bchw(grad_output);
-  p.warp = warp;
-  p.result_sizes = image_size;
-  return p;
-}
-
-// The inverse of every matrix of warp (on the CPU), in double, row-major;
-// throws naming the matrix when one is singular or not finite. The CUDA
-// kernels invert on the device instead (no synchronisation) and write zeros.
-inline std::vector<std::array<double, 9>> inverse_warps(const Tensor& warp) {
-  // Read in place, any strides, float or double: every call into torch's
-  // dispatcher costs about a microsecond here.
-  const Tensor& host = warp;
-  const int64_t dim = host.dim();
-  const int64_t count = dim == 3 ? host.size(0) : 1;
-  const int64_t stride_b = dim == 3 ? host.stride(0) : 0;
-  const int64_t stride_r = host.stride(dim - 2);
-  const int64_t stride_c = host.stride(dim - 1);
-  const bool is_double = host.scalar_type() == ScalarType::Double;
-  const void* data = host.const_data_ptr();
-  std::vector<std::array<double, 9>> inverses(count);
-  for (int64_t i = 0; i < count; ++i) {
-    double mi[9];
-    for (int64_t r = 0; r < 3; ++r) {
-      for (int64_t c = 0; c < 3; ++c) {
-        const int64_t at = i * stride_b + r * stride_r + c * stride_c;
-        mi[3 * r + c] = is_double ? static_cast<const double*>(data)[at]
-                                  : static_cast<const float*>(data)[at];
-      }
-    }
-    if (!invert3x3(mi, inverses[i].data())) {
-      bool finite = true;
-      for (int k = 0; k < 9; ++k) {
-        finite = finite && (mi[k] - mi[k] == 0.0);
-      }
-      SHARED_BUILD_CHECK(finite,
-                         "warp_perspective: warp matrix ",
-                         i,
-                         " has a non-finite entry: ",
-                         format_matrix(mi));
-      fail("warp_perspective: warp matrix ",
-           i,
-           " is singular (or nearly: |det| <= ",
-           kSingularRatio,
-           " x the product of its row norms): ",
-           format_matrix(mi),
-           "; a homography must be invertible");
-    }
-  }
-  return inverses;
-}
-
-// An uninitialised contiguous (B, C, h, w) tensor of like's dtype and device.
-inline Tensor empty_planes(const Tensor& like, int64_t h, int64_t w) {
-  const std::vector<int64_t> sizes{like.size(0), like.size(1), h, w};
-  return torch::stable::new_empty(like, sizes);
+  check_modes(interpolation, padding_mode);
 }
 
 }  // namespace warp_perspective

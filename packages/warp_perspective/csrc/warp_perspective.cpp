@@ -9,7 +9,7 @@
 
 #include <shared_build/stable_compat.h>
 
-#include "checks.h"
+#include "warp_perspective.h"
 
 namespace {
 
@@ -17,7 +17,7 @@ namespace {
 // cpu_default, opencv, cxx11_abi, and the CPU loops it runs here
 // (cpu_level). A string because the stable ABI returns no Dict; ops.py's
 // build_config() makes it one.
-std::string build_config() {
+std::string build_config_kernel() {
   std::ostringstream config;
   config << "cpu_backend=" << warp_perspective::cpu_backend() << "\n"
          << "cpu_default=" << warp_perspective::cpu_default_backend() << "\n"
@@ -56,5 +56,5 @@ STABLE_TORCH_LIBRARY(warp_perspective, m) {
 }
 
 STABLE_TORCH_LIBRARY_IMPL(warp_perspective, CompositeExplicitAutograd, m) {
-  m.impl("_build_config", TORCH_BOX(&build_config));
+  m.impl("_build_config", TORCH_BOX(&build_config_kernel));
 }

@@ -1,4 +1,6 @@
-// Declarations shared by the op's registration and its CPU and CUDA kernels.
+// What the op's registration and its CPU and CUDA kernels share: the problem
+// a kernel works on, built from arguments the checks (checks.h) have
+// accepted, and the declarations of the CPU sampling and the build's facts.
 //
 // The library is built on LibTorch's stable ABI: it includes only
 // torch/csrc/stable, torch/headeronly and the C shim, so one build loads
@@ -29,13 +31,12 @@ using shared_build::StrArg;
 using torch::headeronly::ScalarType;
 using torch::stable::Tensor;
 
-enum class Interpolation { kBilinear, kNearest };
-enum class Padding { kZeros, kBorder };
-
-// The checks' sentences are the API: ops.py's fake kernels say the same words
-// (a test compares them on every bad input).
+// The sentences of the data-dependent checks, which no fake kernel can make.
 using shared_build::fail;
 using shared_build::Sizes;
+
+enum class Interpolation { kBilinear, kNearest };
+enum class Padding { kZeros, kBorder };
 
 // What every kernel of warp_perspective works on, after the checks. The
 // sampling maps the source image (src_h x src_w) to the destination
@@ -59,21 +60,82 @@ struct __attribute__((visibility("hidden"))) Problem {
   std::vector<int64_t> result_sizes;
 };
 
-// The built-in CPU kernels, used without OpenCV, for float64, and for the
-// backward pass. out (B, C, dst_h, dst_w) and grad_image (B, C, src_h, src_w)
-// are contiguous and allocated; grad_image is zero.
-void forward_builtin_cpu(const Problem& p,
-                         const std::vector<std::array<double, 9>>& inverses,
-                         Tensor& out);
-void backward_builtin_cpu(const Problem& p,
-                          const std::vector<std::array<double, 9>>& inverses,
-                          Tensor& grad_image);
+// The mode strings, which check_modes has accepted.
+inline Interpolation parse_interpolation(const std::string& s) {
+  return s == "nearest" ? Interpolation::kNearest : Interpolation::kBilinear;
+}
 
-// The OpenCV CPU kernel: true when it computed out, false when this build
-// has no OpenCV or the case is one it leaves to the built-in kernel.
-bool forward_opencv_cpu(const Problem& p,
-                        const std::vector<std::array<double, 9>>& inverses,
-                        Tensor& out);
+inline Padding parse_padding(const std::string& s) {
+  return s == "border" ? Padding::kBorder : Padding::kZeros;
+}
+
+inline Tensor as_bchw(const Tensor& x) {
+  if (x.dim() == 2) {
+    return torch::stable::unsqueeze(torch::stable::unsqueeze(x, 0), 0);
+  }
+  return x.dim() == 3 ? torch::stable::unsqueeze(x, 0) : x;
+}
+
+// The problem of warp_perspective, from arguments check_forward has accepted.
+inline Problem forward_problem(const Tensor& image,
+                               const Tensor& warp,
+                               const std::optional<std::vector<int64_t>>& dsize,
+                               const std::string& interpolation,
+                               const std::string& padding_mode) {
+  Problem p;
+  p.interpolation = parse_interpolation(interpolation);
+  p.padding = parse_padding(padding_mode);
+  p.src_h = image.size(-2);
+  p.src_w = image.size(-1);
+  p.dst_h = dsize.has_value() ? (*dsize)[0] : p.src_h;
+  p.dst_w = dsize.has_value() ? (*dsize)[1] : p.src_w;
+  p.input = as_bchw(image);
+  p.warp = warp;
+  p.result_sizes = shared_build::sizes_of(image).values;
+  p.result_sizes[image.dim() - 2] = p.dst_h;
+  p.result_sizes[image.dim() - 1] = p.dst_w;
+  return p;
+}
+
+// The problem of warp_perspective_backward, from arguments check_backward has
+// accepted.
+inline Problem backward_problem(const Tensor& grad_output,
+                                const Tensor& warp,
+                                const std::vector<int64_t>& image_size,
+                                const std::string& interpolation,
+                                const std::string& padding_mode) {
+  const int64_t dim = grad_output.dim();
+  Problem p;
+  p.interpolation = parse_interpolation(interpolation);
+  p.padding = parse_padding(padding_mode);
+  p.src_h = image_size[dim - 2];
+  p.src_w = image_size[dim - 1];
+  p.dst_h = grad_output.size(-2);
+  p.dst_w = grad_output.size(-1);
+  p.input = as_bchw(grad_output);
+  p.warp = warp;
+  p.result_sizes = image_size;
+  return p;
+}
+
+// The built-in sampling (cpu/builtin_sampling.cpp), used without OpenCV, for
+// float64, and for the backward pass. out (B, C, dst_h, dst_w) and grad_image
+// (B, C, src_h, src_w) are contiguous and allocated; grad_image is zero.
+void builtin_sampling_forward(
+    const Problem& p,
+    const std::vector<std::array<double, 9>>& inverses,
+    Tensor& out);
+void builtin_sampling_backward(
+    const Problem& p,
+    const std::vector<std::array<double, 9>>& inverses,
+    Tensor& grad_image);
+
+// OpenCV's sampling (cpu/warp_perspective_kernel.cpp): true when it computed
+// out, false when this build has no OpenCV or the case is one it leaves to the
+// built-in sampling.
+bool opencv_sampling_forward(const Problem& p,
+                             const std::vector<std::array<double, 9>>& inverses,
+                             Tensor& out);
 
 // "opencv" when this build has the OpenCV backend, else "builtin".
 const char* cpu_backend();
@@ -87,6 +149,3 @@ const char* opencv_version();
 const char* cpu_level();
 
 }  // namespace warp_perspective
-
-// forward_problem, backward_problem, inverse_warps ...
-#include "checks.h"  // IWYU pragma: export

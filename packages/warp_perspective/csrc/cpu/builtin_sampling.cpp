@@ -218,9 +218,10 @@ const char* cpu_level() {
   }
 }
 
-void forward_builtin_cpu(const Problem& p,
-                         const std::vector<std::array<double, 9>>& inverses,
-                         Tensor& out) {
+void builtin_sampling_forward(
+    const Problem& p,
+    const std::vector<std::array<double, 9>>& inverses,
+    Tensor& out) {
   // Any strides work; the int32 offsets need each plane's span to fit.
   Tensor src = p.input;
   const int64_t extent =
@@ -247,9 +248,10 @@ void forward_builtin_cpu(const Problem& p,
   }
 }
 
-void backward_builtin_cpu(const Problem& p,
-                          const std::vector<std::array<double, 9>>& inverses,
-                          Tensor& grad_image) {
+void builtin_sampling_backward(
+    const Problem& p,
+    const std::vector<std::array<double, 9>>& inverses,
+    Tensor& grad_image) {
   check_plane_extent(p.src_h, p.src_w, p.src_w, 1, "grad_image");
   switch (p.input.scalar_type()) {
     case ScalarType::Float:

@@ -1,4 +1,4 @@
-// How the CPU kernels use torch's intra-op threads and allocate their outputs.
+// How the CPU kernels use torch's intra-op threads.
 #pragma once
 
 #include <torch/csrc/stable/ops.h>
@@ -7,12 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <vector>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
 namespace warp_perspective {
 namespace cpu {
@@ -64,52 +58,6 @@ void run_workers(int64_t n, int64_t chunk, const Worker& worker) {
       worker(queue);
     }
   });
-}
-
-#if defined(__linux__) && defined(MADV_HUGEPAGE) && \
-    !defined(MADV_POPULATE_WRITE)
-#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels say EINVAL
-#endif
-
-// An empty contiguous tensor of like's dtype and device, with the memory
-// advised for transparent huge pages when it is large, and those pages mapped
-// before the kernels write them.
-//
-// A fresh output of a few hundred MB takes tens of thousands of 4 KB page
-// faults on first touch, which can cost more than the warp; huge pages take a
-// 512th of them (where THP is in "madvise" mode, the common default; torch
-// does the same for every allocation with THP_MEM_ALLOC_ENABLE=1). A huge page
-// is zeroed by the thread that first touches it while any other thread
-// touching it waits, and two threads' row chunks often share one; so with
-// several threads each first populates its own range of whole pages
-// (MADV_POPULATE_WRITE). With one thread, faulting as the kernel writes is
-// cheaper: the zeroed lines are still in cache when they are written.
-inline torch::stable::Tensor empty_output(const torch::stable::Tensor& like,
-                                          const std::vector<int64_t>& sizes) {
-  torch::stable::Tensor out = torch::stable::new_empty(like, sizes);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr size_t kHugePage = size_t(2) << 20;
-  const size_t bytes = static_cast<size_t>(out.numel()) * out.element_size();
-  if (bytes >= 4 * kHugePage) {
-    // Advise the 2 MB-aligned interior; the untouched pages are ours alone.
-    const auto start = reinterpret_cast<uintptr_t>(out.data_ptr());
-    const uintptr_t first = (start + kHugePage - 1) & ~(kHugePage - 1);
-    const uintptr_t last = (start + bytes) & ~(kHugePage - 1);
-    if (last > first) {
-      madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-      if (torch::stable::get_num_threads() == 1) {
-        return out;
-      }
-      const auto pages = static_cast<int64_t>((last - first) / kHugePage);
-      torch::stable::parallel_for(0, pages, 8, [&](int64_t begin, int64_t end) {
-        madvise(reinterpret_cast<void*>(first + begin * kHugePage),
-                (end - begin) * kHugePage,
-                MADV_POPULATE_WRITE);
-      });
-    }
-  }
-#endif
-  return out;
 }
 
 }  // namespace cpu

@@ -5,10 +5,22 @@
 // which calls cv::warpPerspective on every (image, channel) plane when the
 // build has OpenCV.
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "checks.h"
 #include "cpu/parallel.h"
+#include "homography.h"
 #include "warp_perspective.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 #ifdef WARP_PERSPECTIVE_WITH_OPENCV
 // OpenCV 4's headers mix enum types in arithmetic, deprecated in C++20.
@@ -59,9 +71,9 @@ int cv_type(ScalarType t) {
 
 }  // namespace
 
-bool forward_opencv_cpu(const Problem& p,
-                        const std::vector<std::array<double, 9>>& inverses,
-                        Tensor& out) {
+bool opencv_sampling_forward(const Problem& p,
+                             const std::vector<std::array<double, 9>>& inverses,
+                             Tensor& out) {
   const auto dtype = p.input.scalar_type();
   // float64 always takes the built-in kernel: OpenCV rounds source
   // coordinates to 1/32 pixel for bilinear sampling, which would defeat
@@ -158,9 +170,9 @@ const char* opencv_version() {
 
 #else  // no OpenCV in this build
 
-bool forward_opencv_cpu(const Problem&,
-                        const std::vector<std::array<double, 9>>&,
-                        Tensor&) {
+bool opencv_sampling_forward(const Problem&,
+                             const std::vector<std::array<double, 9>>&,
+                             Tensor&) {
   return false;
 }
 
@@ -189,25 +201,126 @@ const char* cpu_default_backend() {
 
 namespace {
 
-Tensor forward_cpu_with(const Tensor& image,
-                        const Tensor& warp,
-                        const std::optional<std::vector<int64_t>>& dsize,
-                        const std::string& interpolation,
-                        const std::string& padding_mode,
-                        bool use_opencv) {
-  Problem p = forward_problem(image, warp, dsize, interpolation, padding_mode);
+std::string format_matrix(const double* m) {
+  std::ostringstream s;
+  s << "[[" << m[0] << ", " << m[1] << ", " << m[2] << "], [" << m[3] << ", "
+    << m[4] << ", " << m[5] << "], [" << m[6] << ", " << m[7] << ", " << m[8]
+    << "]]";
+  return s.str();
+}
+
+// The inverse of every matrix of warp (on the CPU), in double, row-major;
+// throws naming the matrix when one is singular or not finite. The CUDA
+// kernels invert on the device instead (no synchronisation) and write zeros.
+std::vector<std::array<double, 9>> inverse_warps(const Tensor& warp) {
+  // Read in place, any strides, float or double: every call into torch's
+  // dispatcher costs about a microsecond here.
+  const Tensor& host = warp;
+  const int64_t dim = host.dim();
+  const int64_t count = dim == 3 ? host.size(0) : 1;
+  const int64_t stride_b = dim == 3 ? host.stride(0) : 0;
+  const int64_t stride_r = host.stride(dim - 2);
+  const int64_t stride_c = host.stride(dim - 1);
+  const bool is_double = host.scalar_type() == ScalarType::Double;
+  const void* data = host.const_data_ptr();
+  std::vector<std::array<double, 9>> inverses(count);
+  for (int64_t i = 0; i < count; ++i) {
+    double mi[9];
+    for (int64_t r = 0; r < 3; ++r) {
+      for (int64_t c = 0; c < 3; ++c) {
+        const int64_t at = i * stride_b + r * stride_r + c * stride_c;
+        mi[3 * r + c] = is_double ? static_cast<const double*>(data)[at]
+                                  : static_cast<const float*>(data)[at];
+      }
+    }
+    if (!invert3x3(mi, inverses[i].data())) {
+      bool finite = true;
+      for (int k = 0; k < 9; ++k) {
+        finite = finite && (mi[k] - mi[k] == 0.0);
+      }
+      SHARED_BUILD_CHECK(finite,
+                         "warp_perspective: warp matrix ",
+                         i,
+                         " has a non-finite entry: ",
+                         format_matrix(mi));
+      fail("warp_perspective: warp matrix ",
+           i,
+           " is singular (or nearly: |det| <= ",
+           kSingularRatio,
+           " x the product of its row norms): ",
+           format_matrix(mi),
+           "; a homography must be invertible");
+    }
+  }
+  return inverses;
+}
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && \
+    !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels say EINVAL
+#endif
+
+// An empty contiguous tensor of like's dtype and device, with the memory
+// advised for transparent huge pages when it is large, and those pages mapped
+// before the kernels write them.
+//
+// A fresh output of a few hundred MB takes tens of thousands of 4 KB page
+// faults on first touch, which can cost more than the warp; huge pages take a
+// 512th of them (where THP is in "madvise" mode, the common default; torch
+// does the same for every allocation with THP_MEM_ALLOC_ENABLE=1). A huge page
+// is zeroed by the thread that first touches it while any other thread
+// touching it waits, and two threads' row chunks often share one; so with
+// several threads each first populates its own range of whole pages
+// (MADV_POPULATE_WRITE). With one thread, faulting as the kernel writes is
+// cheaper: the zeroed lines are still in cache when they are written.
+Tensor empty_output(const Tensor& like, const std::vector<int64_t>& sizes) {
+  Tensor out = torch::stable::new_empty(like, sizes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr size_t kHugePage = size_t(2) << 20;
+  const size_t bytes = static_cast<size_t>(out.numel()) * out.element_size();
+  if (bytes >= 4 * kHugePage) {
+    // Advise the 2 MB-aligned interior; the untouched pages are ours alone.
+    const auto start = reinterpret_cast<uintptr_t>(out.data_ptr());
+    const uintptr_t first = (start + kHugePage - 1) & ~(kHugePage - 1);
+    const uintptr_t last = (start + bytes) & ~(kHugePage - 1);
+    if (last > first) {
+      madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+      if (torch::stable::get_num_threads() == 1) {
+        return out;
+      }
+      const auto pages = static_cast<int64_t>((last - first) / kHugePage);
+      torch::stable::parallel_for(0, pages, 8, [&](int64_t begin, int64_t end) {
+        madvise(reinterpret_cast<void*>(first + begin * kHugePage),
+                (end - begin) * kHugePage,
+                MADV_POPULATE_WRITE);
+      });
+    }
+  }
+#endif
+  return out;
+}
+
+Tensor forward_with_backend(const Tensor& image,
+                            const Tensor& warp,
+                            const std::optional<std::vector<int64_t>>& dsize,
+                            const std::string& interpolation,
+                            const std::string& padding_mode,
+                            bool use_opencv) {
+  check_forward(image, warp, dsize, interpolation, padding_mode);
+  const Problem p =
+      forward_problem(image, warp, dsize, interpolation, padding_mode);
   SHARED_BUILD_CHECK(image.is_cpu(),
                      "warp_perspective: the CPU kernel got tensors on ",
                      device_name(image));
   const auto inverses = inverse_warps(p.warp);
   // In the caller's layout; contiguous, so its memory is the (B, C, dst_h,
   // dst_w) the kernels write.
-  Tensor out = cpu::empty_output(image, p.result_sizes);
-  // forward_opencv_cpu declines float64 and sources too large for OpenCV:
-  // those take the built-in kernel whichever backend was asked for.
+  Tensor out = empty_output(image, p.result_sizes);
+  // opencv_sampling_forward declines float64 and sources too large for
+  // OpenCV: those take the built-in sampling whichever backend was asked for.
   if (out.numel() > 0 &&
-      !(use_opencv && forward_opencv_cpu(p, inverses, out))) {
-    forward_builtin_cpu(p, inverses, out);
+      !(use_opencv && opencv_sampling_forward(p, inverses, out))) {
+    builtin_sampling_forward(p, inverses, out);
   }
   return out;
 }
@@ -218,35 +331,38 @@ constexpr bool kDefaultOpenCV = true;
 constexpr bool kDefaultOpenCV = false;
 #endif
 
-Tensor forward_cpu(const Tensor& image,
-                   const Tensor& warp,
-                   std::optional<std::vector<int64_t>> dsize,
-                   StrArg interpolation,
-                   StrArg padding_mode) {
-  return forward_cpu_with(image,
-                          warp,
-                          dsize,
-                          interpolation.value,
-                          padding_mode.value,
-                          kDefaultOpenCV);
+Tensor warp_perspective_kernel(const Tensor& image,
+                               const Tensor& warp,
+                               std::optional<std::vector<int64_t>> dsize,
+                               StrArg interpolation,
+                               StrArg padding_mode) {
+  return forward_with_backend(image,
+                              warp,
+                              dsize,
+                              interpolation.value,
+                              padding_mode.value,
+                              kDefaultOpenCV);
 }
 
 // The built-in kernel whatever the build's default (backend="builtin").
-Tensor builtin_forward_cpu(const Tensor& image,
-                           const Tensor& warp,
-                           std::optional<std::vector<int64_t>> dsize,
-                           StrArg interpolation,
-                           StrArg padding_mode) {
-  return forward_cpu_with(
+Tensor warp_perspective_builtin_kernel(
+    const Tensor& image,
+    const Tensor& warp,
+    std::optional<std::vector<int64_t>> dsize,
+    StrArg interpolation,
+    StrArg padding_mode) {
+  return forward_with_backend(
       image, warp, dsize, interpolation.value, padding_mode.value, false);
 }
 
-Tensor backward_cpu(const Tensor& grad_output,
-                    const Tensor& warp,
-                    std::vector<int64_t> image_size,
-                    StrArg interpolation,
-                    StrArg padding_mode) {
-  Problem p = backward_problem(
+Tensor warp_perspective_backward_kernel(const Tensor& grad_output,
+                                        const Tensor& warp,
+                                        std::vector<int64_t> image_size,
+                                        StrArg interpolation,
+                                        StrArg padding_mode) {
+  check_backward(
+      grad_output, warp, image_size, interpolation.value, padding_mode.value);
+  const Problem p = backward_problem(
       grad_output, warp, image_size, interpolation.value, padding_mode.value);
   SHARED_BUILD_CHECK(
       grad_output.is_cpu(),
@@ -254,25 +370,25 @@ Tensor backward_cpu(const Tensor& grad_output,
       device_name(grad_output));
   const auto inverses = inverse_warps(p.warp);
   // In the caller's layout, contiguous: (B, C, src_h, src_w) in memory.
-  Tensor grad_image = cpu::empty_output(grad_output, p.result_sizes);
+  Tensor grad_image = empty_output(grad_output, p.result_sizes);
   torch::stable::zero_(grad_image);
   if (grad_image.numel() > 0 && grad_output.numel() > 0) {
-    backward_builtin_cpu(p, inverses, grad_image);
+    builtin_sampling_backward(p, inverses, grad_image);
   }
   return grad_image;
 }
 
-Tensor opencv_forward_cpu(const Tensor& image,
-                          const Tensor& warp,
-                          std::optional<std::vector<int64_t>> dsize,
-                          StrArg interpolation,
-                          StrArg padding_mode) {
+Tensor warp_perspective_opencv_kernel(const Tensor& image,
+                                      const Tensor& warp,
+                                      std::optional<std::vector<int64_t>> dsize,
+                                      StrArg interpolation,
+                                      StrArg padding_mode) {
   SHARED_BUILD_CHECK(
       kHaveOpenCV,
       "warp_perspective: backend=\"opencv\" was asked for, but this "
       "build has no OpenCV; install libopencv-dev (pkg-config "
       "opencv4) and rebuild, or use the default backend");
-  return forward_cpu_with(
+  return forward_with_backend(
       image, warp, dsize, interpolation.value, padding_mode.value, true);
 }
 
@@ -281,11 +397,12 @@ Tensor opencv_forward_cpu(const Tensor& image,
 
 // Every CPU kernel of the library's ops, registered here.
 STABLE_TORCH_LIBRARY_IMPL(warp_perspective, CPU, m) {
-  m.impl("warp_perspective", TORCH_BOX(&warp_perspective::forward_cpu));
+  m.impl("warp_perspective",
+         TORCH_BOX(&warp_perspective::warp_perspective_kernel));
   m.impl("_warp_perspective_builtin",
-         TORCH_BOX(&warp_perspective::builtin_forward_cpu));
+         TORCH_BOX(&warp_perspective::warp_perspective_builtin_kernel));
   m.impl("warp_perspective_backward",
-         TORCH_BOX(&warp_perspective::backward_cpu));
+         TORCH_BOX(&warp_perspective::warp_perspective_backward_kernel));
   m.impl("_warp_perspective_opencv",
-         TORCH_BOX(&warp_perspective::opencv_forward_cpu));
+         TORCH_BOX(&warp_perspective::warp_perspective_opencv_kernel));
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "checks.h"
 #include "homography.h"
 #include "warp_perspective.h"
 
@@ -142,11 +143,11 @@ __device__ __forceinline__ scalar_t to_scalar(acc_t v) {
 // memory. The image may have any strides.
 template <typename scalar_t, bool kNearest, bool kBorder>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
-    forward_kernel(const scalar_t* __restrict__ src,
-                   const void* __restrict__ warp,
-                   scalar_t* __restrict__ out,
-                   int64_t batch,
-                   KernelSizes s) {
+    warp_perspective_kernel_impl(const scalar_t* __restrict__ src,
+                                 const void* __restrict__ warp,
+                                 scalar_t* __restrict__ out,
+                                 int64_t batch,
+                                 KernelSizes s) {
   using acc_t = opmath_t<scalar_t>;
   __shared__ double inv[9];
   __shared__ bool ok;
@@ -191,12 +192,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 // nondeterministic summation order).
 template <typename scalar_t, bool kNearest, bool kBorder>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
-    backward_kernel(const scalar_t* __restrict__ grad_out,
-                    const void* __restrict__ warp,
-                    scalar_t* __restrict__ grad_image,
-                    int64_t batch,
-                    Strides go,
-                    KernelSizes s) {
+    warp_perspective_backward_kernel_impl(const scalar_t* __restrict__ grad_out,
+                                          const void* __restrict__ warp,
+                                          scalar_t* __restrict__ grad_image,
+                                          int64_t batch,
+                                          Strides go,
+                                          KernelSizes s) {
   using acc_t = opmath_t<scalar_t>;
   __shared__ double inv[9];
   __shared__ bool ok;
@@ -223,6 +224,12 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
     }
     __syncthreads();
   }
+}
+
+// An uninitialised contiguous (B, C, h, w) tensor of like's dtype and device.
+Tensor empty_planes(const Tensor& like, int64_t h, int64_t w) {
+  const std::vector<int64_t> sizes{like.size(0), like.size(1), h, w};
+  return torch::stable::new_empty(like, sizes);
 }
 
 // Rows past kMaxGridY blocks are strided inside the kernels, images past
@@ -292,12 +299,13 @@ void dispatch_dtype(ScalarType dtype, F&& f) {
   fail("warp_perspective: the CUDA kernel has no ", dtype, " loop");
 }
 
-Tensor forward_cuda(const Tensor& image,
-                    const Tensor& warp,
-                    std::optional<std::vector<int64_t>> dsize,
-                    StrArg interpolation,
-                    StrArg padding_mode) {
-  Problem p = forward_problem(
+Tensor warp_perspective_kernel(const Tensor& image,
+                               const Tensor& warp,
+                               std::optional<std::vector<int64_t>> dsize,
+                               StrArg interpolation,
+                               StrArg padding_mode) {
+  check_forward(image, warp, dsize, interpolation.value, padding_mode.value);
+  const Problem p = forward_problem(
       image, warp, dsize, interpolation.value, padding_mode.value);
   SHARED_BUILD_CHECK(image.is_cuda(),
                      "warp_perspective: the CUDA kernel got tensors on ",
@@ -316,9 +324,9 @@ Tensor forward_cuda(const Tensor& image,
   dispatch_dtype<true>(image.scalar_type(), [&](auto zero) {
     using scalar_t = decltype(zero);
     dispatch_modes(p, [&](auto nearest, auto border) {
-      const auto kernel = forward_kernel<scalar_t,
-                                         decltype(nearest)::value,
-                                         decltype(border)::value>;
+      const auto kernel = warp_perspective_kernel_impl<scalar_t,
+                                                       decltype(nearest)::value,
+                                                       decltype(border)::value>;
       const scalar_t* in = p.input.const_data_ptr<scalar_t>();
       scalar_t* result = out.mutable_data_ptr<scalar_t>();
       kernel<<<grid, block, 0, stream>>>(
@@ -333,12 +341,14 @@ Tensor forward_cuda(const Tensor& image,
 // Not deterministic (atomic adds in any order): torch's
 // use_deterministic_algorithms alert for it is raised by ops.py, which the
 // stable ABI cannot reach.
-Tensor backward_cuda(const Tensor& grad_output,
-                     const Tensor& warp,
-                     std::vector<int64_t> image_size,
-                     StrArg interpolation,
-                     StrArg padding_mode) {
-  Problem p = backward_problem(
+Tensor warp_perspective_backward_kernel(const Tensor& grad_output,
+                                        const Tensor& warp,
+                                        std::vector<int64_t> image_size,
+                                        StrArg interpolation,
+                                        StrArg padding_mode) {
+  check_backward(
+      grad_output, warp, image_size, interpolation.value, padding_mode.value);
+  const Problem p = backward_problem(
       grad_output, warp, image_size, interpolation.value, padding_mode.value);
   SHARED_BUILD_CHECK(
       grad_output.is_cuda(),
@@ -361,9 +371,10 @@ Tensor backward_cuda(const Tensor& grad_output,
   dispatch_dtype<false>(grad_output.scalar_type(), [&](auto zero) {
     using scalar_t = decltype(zero);
     dispatch_modes(p, [&](auto nearest, auto border) {
-      const auto kernel = backward_kernel<scalar_t,
-                                          decltype(nearest)::value,
-                                          decltype(border)::value>;
+      const auto kernel =
+          warp_perspective_backward_kernel_impl<scalar_t,
+                                                decltype(nearest)::value,
+                                                decltype(border)::value>;
       const scalar_t* grad = g.const_data_ptr<scalar_t>();
       scalar_t* result = grad_image.mutable_data_ptr<scalar_t>();
       const Strides go{g.stride(0), g.stride(1), g.stride(2), g.stride(3)};
@@ -380,7 +391,8 @@ Tensor backward_cuda(const Tensor& grad_output,
 }  // namespace warp_perspective
 
 STABLE_TORCH_LIBRARY_IMPL(warp_perspective, CUDA, m) {
-  m.impl("warp_perspective", TORCH_BOX(&warp_perspective::forward_cuda));
+  m.impl("warp_perspective",
+         TORCH_BOX(&warp_perspective::warp_perspective_kernel));
   m.impl("warp_perspective_backward",
-         TORCH_BOX(&warp_perspective::backward_cuda));
+         TORCH_BOX(&warp_perspective::warp_perspective_backward_kernel));
 }

@@ -179,14 +179,14 @@ def _check_modes(interpolation: str, padding_mode: str) -> None:
               padding_mode, '"')  # fmt: skip
 
 
-def forward_output_shape(
+def check_forward(
     image: torch.Tensor,
     warp: torch.Tensor,
     dsize: Sequence[object] | None,
     interpolation: str,
     padding_mode: str,
-) -> list[object]:
-    """csrc/checks.h's forward_problem over symbolic sizes; returns the result's shape."""
+) -> None:
+    """csrc/checks.h's check_forward over symbolic sizes."""
     _check_image(image, "image")
     if image.dtype not in (torch.float32, torch.float64, torch.uint8):
         _fail("warp_perspective: image dtype must be float32, float64 or uint8, got ",
@@ -196,7 +196,6 @@ def forward_output_shape(
               _sizes(image.shape))  # fmt: skip
     _check_warp(image, "image", warp)
     _check_modes(interpolation, padding_mode)
-    sizes = list(image.shape)
     if dsize is not None:
         d = list(dsize)
         if len(d) != 2 or d[0] <= 0 or d[1] <= 0:  # type: ignore[operator]
@@ -207,8 +206,6 @@ def forward_output_shape(
             _fail("warp_perspective: dsize ", _sizes(d), " makes an output of ", planes,
                   " planes of ", d[0], " x ", d[1], " pixels, more bytes than a tensor can "
                   "hold")  # fmt: skip
-        sizes[-2:] = d
-    return sizes
 
 
 def check_backward(
@@ -218,7 +215,7 @@ def check_backward(
     interpolation: str,
     padding_mode: str,
 ) -> None:
-    """csrc/checks.h's backward_problem over symbolic sizes."""
+    """csrc/checks.h's check_backward over symbolic sizes."""
     _check_image(grad_output, "grad_output")
     if grad_output.dtype not in (torch.float32, torch.float64):
         _fail("warp_perspective_backward: grad_output dtype must be float32 or float64, got ",
@@ -242,7 +239,11 @@ def check_backward(
 
 
 def _forward_fake(image, warp, dsize=None, interpolation="bilinear", padding_mode="zeros"):
-    return image.new_empty(forward_output_shape(image, warp, dsize, interpolation, padding_mode))
+    check_forward(image, warp, dsize, interpolation, padding_mode)
+    sizes = list(image.shape)
+    if dsize is not None:
+        sizes[-2:] = list(dsize)
+    return image.new_empty(sizes)
 
 
 def _backward_fake(grad_output, warp, image_size, interpolation, padding_mode):

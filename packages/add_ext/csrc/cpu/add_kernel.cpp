@@ -113,7 +113,7 @@ void axpy(const c10::Half* x,
   axpy_half_scalar(x, y, out, n, alpha);
 }
 
-at::Tensor add_cpu(const at::Tensor& x, const at::Tensor& y, double alpha) {
+at::Tensor add_kernel(const at::Tensor& x, const at::Tensor& y, double alpha) {
   check_add_inputs(x, y);
   TORCH_CHECK(x.device().is_cpu(),
               "add_ext.add: the CPU kernel got tensors on ",
@@ -144,5 +144,5 @@ at::Tensor add_cpu(const at::Tensor& x, const at::Tensor& y, double alpha) {
 }  // namespace add_ext
 
 TORCH_LIBRARY_IMPL(add_ext, CPU, m) {
-  m.impl("add", &add_ext::add_cpu);
+  m.impl("add", &add_ext::add_kernel);
 }

@@ -29,11 +29,11 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
 // n % kVec elements are done one per thread after the vector part.
 template <typename scalar_t, int kVec>
 __global__ void __launch_bounds__(kThreads)
-    add_kernel(const scalar_t* __restrict__ x,
-               const scalar_t* __restrict__ y,
-               scalar_t* __restrict__ out,
-               int64_t n,
-               at::opmath_type<scalar_t> alpha) {
+    add_kernel_impl(const scalar_t* __restrict__ x,
+                    const scalar_t* __restrict__ y,
+                    scalar_t* __restrict__ out,
+                    int64_t n,
+                    at::opmath_type<scalar_t> alpha) {
   using opmath_t = at::opmath_type<scalar_t>;
   using P = Pack<scalar_t, kVec>;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -79,13 +79,13 @@ void launch(const scalar_t* x,
                            (props->maxThreadsPerMultiProcessor / kThreads);
   const int64_t blocks = std::max<int64_t>(
       1, std::min((work + kThreads - 1) / kThreads, resident));
-  add_kernel<scalar_t, kVec>
+  add_kernel_impl<scalar_t, kVec>
       <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
           x, y, out, n, alpha);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-at::Tensor add_cuda(const at::Tensor& x, const at::Tensor& y, double alpha) {
+at::Tensor add_kernel(const at::Tensor& x, const at::Tensor& y, double alpha) {
   check_add_inputs(x, y);
   TORCH_CHECK(x.device().is_cuda(),
               "add_ext.add: the CUDA kernel got tensors on ",
@@ -120,5 +120,5 @@ at::Tensor add_cuda(const at::Tensor& x, const at::Tensor& y, double alpha) {
 }  // namespace add_ext
 
 TORCH_LIBRARY_IMPL(add_ext, CUDA, m) {
-  m.impl("add", &add_ext::add_cuda);
+  m.impl("add", &add_ext::add_kernel);
 }

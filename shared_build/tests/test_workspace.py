@@ -369,12 +369,14 @@ def test_what_the_tests_learn_from_nox(repo: Repo, monkeypatch) -> None:
     session = FakeSession()
     env = _env(repo, session)
     monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     found = suites.pytest_env(env, {"plain": "plain.whl"})
     assert found["REPO_ONCE_TORCH"] == "2.15.0,packaging=2.14.1"
     assert json.loads(found["REPO_RELEASE_WHEELS"]) == {"plain": "plain.whl"}
     assert json.loads(found["REPO_AUDITWHEEL"]) == release.auditwheel_args()
     assert json.loads(found["REPO_INSTALLER"]) == []  # no uv here
     assert found["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
+    assert found["OMP_WAIT_POLICY"] == "PASSIVE"
     assert json.loads(suites.pytest_env(env)["REPO_RELEASE_WHEELS"]) == {}
     monkeypatch.setattr(envs, "UV", "/bin/uv")
     monkeypatch.setattr(envs, "pip_sources", lambda: ["--find-links", "/wheels"])

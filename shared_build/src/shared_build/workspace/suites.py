@@ -79,6 +79,11 @@ def pytest_env(env: TorchEnv, release: dict[str, str] | None = None) -> dict[str
         # workers (each importing torch) costs more CPU than it saves at this size, in every
         # xdist worker. The generated code is the same either way.
         "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
+        # Each xdist worker's ops run on as many OpenMP threads as the machine has cores,
+        # and CI runs two sessions at once: more threads than cores, where OpenMP's default
+        # of spinning at every barrier burns the time the other threads need. Idle threads
+        # sleep instead; the thread counts (and the multi-threaded paths) stay as they are.
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
     }
 
 

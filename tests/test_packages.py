@@ -149,6 +149,36 @@ def test_kernels_sit_in_the_slot_of_their_dispatch_key(root: Path):
     assert not misplaced, misplaced
 
 
+_IMPL_BLOCK = re.compile(
+    r"\b(?:STABLE_)?TORCH_LIBRARY_IMPL\(\s*\w+\s*,\s*(\w+)\s*,\s*\w+\s*\)\s*\{(.*?)\n\}", re.S
+)
+_REGISTERED = re.compile(r'\.impl\(\s*"(\w+)"\s*,\s*(?:TORCH_BOX\(\s*)?&\s*(?:\w+::)*(\w+)')
+_SUFFIX = {"Meta": "_meta", "Autograd": "_autograd"}
+
+
+@pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)
+def test_kernels_are_named_after_their_op(root: Path):
+    """torchvision's scheme (README, slots): the function registered for op <op> (leading
+    underscores dropped) is <op>_meta for Meta, <op>_autograd for Autograd, <op>_kernel for
+    every other key, so one op has one name in every backend. Checked in each package's own
+    csrc/ (lltm_common registers the LLTM's kernels through macros, outside it)."""
+    wrong = []
+    for path in sorted((root / "csrc").rglob("*")):
+        if path.suffix not in (".cpp", ".cu"):
+            continue
+        code = _LINE_COMMENT.sub("", path.read_text())
+        blocks = _IMPL_BLOCK.findall(code)
+        assert len(blocks) == len(_IMPL.findall(code)), f"{path}: the pattern no longer matches"
+        for key, body in blocks:
+            for op, function in _REGISTERED.findall(body):
+                want = op.lstrip("_") + _SUFFIX.get(key, "_kernel")
+                if function != want:
+                    wrong.append(
+                        f"{path.relative_to(root)}: {op} ({key}) is {function}, not {want}"
+                    )
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("name", package_names())
 def test_installed_metadata_names_the_torch_it_needs(name: str):
     """The wheel nox installed here pins the torch release it was built against (full ABI)

@@ -145,6 +145,10 @@ def test_a_run_cut_by_the_deadline_keeps_its_results_and_says_what_it_did_not_re
         "gpu_results",
         "-p",
         "no:cacheprovider",
+        # The test ids are relative to the rootdir, which an ini file above tmp_path (some
+        # other test's, in /tmp) would otherwise move.
+        "--rootdir",
+        str(tmp_path),
     ]
     job = gpu_check.Job("toy", command, tmp_path / "log", env)
     never = gpu_check.Job("after", ["true"], tmp_path / "log2", env)

@@ -112,6 +112,7 @@ def run(op: OpTest, check: str, dtype=torch.float32, device="cpu") -> None:
     [
         ("reference", "wrong", torch.float32),
         ("opcheck", "fake", torch.float32),
+        ("opcheck", "fake", torch.float16),  # the fake kernel is checked in every dtype
         ("gradcheck", "grad", torch.float64),
         ("backward", "grad", torch.float32),
         ("bad", "unchecked", None),

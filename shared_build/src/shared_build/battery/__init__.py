@@ -15,8 +15,8 @@ sample. The checks:
 
 - ``reference``: each sample's result equals the reference's (computed in float64, rounded
   to the sample's dtype), within ``tolerance``;
-- ``opcheck``: ``torch.library.opcheck`` on each sample (schema, fake kernel, autograd
-  registration, AOT dispatch);
+- ``opcheck``: ``torch.library.opcheck`` on each sample (schema, fake kernel; in float32
+  and float64 also the autograd registration and AOT dispatch);
 - ``backward``: in every dtype, the gradients equal those of autograd through the
   reference in float64, within tolerance;
 - ``gradcheck``: ``torch.autograd.gradcheck`` in float64 (``gradgradcheck`` too where

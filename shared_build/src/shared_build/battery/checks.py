@@ -87,11 +87,22 @@ def check_reference(op: OpTest, device: str, dtype: Any) -> None:
         _close(got, _expected(op, sample), _tolerance(op, dtype), f"{op.name}({sample.name})")
 
 
+# opcheck's utilities: the schema and the fake kernel depend on the dtype (a fake kernel
+# that gives float16 a float32 result fails in float16 only), the autograd registration
+# and AOT dispatch (the costly part: an AOT trace with dynamic shapes) do not, and run in
+# float32 and float64 (or the op's one dtype).
+DTYPE_UTILS = ("test_schema", "test_faketensor")
+ALL_UTILS = (*DTYPE_UTILS, "test_autograd_registration", "test_aot_dispatch_dynamic")
+
+
 def check_opcheck(op: OpTest, device: str, dtype: Any) -> None:
     import torch
 
+    names = [str(d).removeprefix("torch.") for d in op.dtypes]
+    full = {"float32", "float64"} & set(names) or {names[-1]}
+    utils = ALL_UTILS if str(dtype).removeprefix("torch.") in full else DTYPE_UTILS
     for sample in _one_of_each_structure(_samples(op, device, dtype)):
-        torch.library.opcheck(op.op, sample.args, sample.kwargs)
+        torch.library.opcheck(op.op, sample.args, sample.kwargs, test_utils=utils)
 
 
 def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:

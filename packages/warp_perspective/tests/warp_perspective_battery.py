@@ -22,6 +22,7 @@ from warp_reference import reference_and_ties
 
 import warp_perspective
 from shared_build.battery import Bad, OpTest, Sample
+from shared_build.battery.checks import of_grad_inputs
 
 MODES = list(itertools.product(["bilinear", "nearest"], ["zeros", "border"]))
 DTYPES = ("float32", "float64", "uint8")
@@ -565,14 +566,7 @@ def check_gradcheck(op: OpTest, device: str, dtype: torch.dtype, most: int = 256
         if any(0 in a.stride() and a.numel() > 1 for a in inputs):
             continue
 
-        def fn(*tensors, sample=sample):
-            swap = iter(tensors)
-            args = [
-                next(swap) if isinstance(a, torch.Tensor) and a.requires_grad else a
-                for a in sample.args
-            ]
-            return op.fn(*args, **sample.kwargs)
-
+        fn = of_grad_inputs(op, sample)
         assert torch.autograd.gradcheck(fn, inputs, nondet_tol=nondet_tol), sample.name
         if op.gradgrad:
             assert torch.autograd.gradgradcheck(fn, inputs, nondet_tol=nondet_tol), sample.name

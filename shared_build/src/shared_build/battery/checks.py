@@ -105,6 +105,22 @@ def check_opcheck(op: OpTest, device: str, dtype: Any) -> None:
         torch.library.opcheck(op.op, sample.args, sample.kwargs, test_utils=utils)
 
 
+def of_grad_inputs(op: OpTest, sample: Sample) -> Any:
+    """op.fn as a function of the sample's tensors that require grad (in order), the
+    sample's other arguments fixed: what gradcheck calls."""
+    import torch
+
+    def fn(*tensors):
+        swap = iter(tensors)
+        args = [
+            next(swap) if isinstance(a, torch.Tensor) and a.requires_grad else a
+            for a in sample.args
+        ]
+        return op.fn(*args, **sample.kwargs)
+
+    return fn
+
+
 def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:
     import torch
 
@@ -112,14 +128,7 @@ def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:
         inputs = [a for a in sample.args if isinstance(a, torch.Tensor) and a.requires_grad]
         assert inputs, f"{op.name}({sample.name}): a float64 sample needs inputs that require grad"
 
-        def fn(*tensors, sample=sample):
-            swap = iter(tensors)
-            args = [
-                next(swap) if isinstance(a, torch.Tensor) and a.requires_grad else a
-                for a in sample.args
-            ]
-            return op.fn(*args, **sample.kwargs)
-
+        fn = of_grad_inputs(op, sample)
         # Atomic adds (a CUDA backward's) sum in any order: a rounding apart between calls.
         tol = 1e-12 if device == "cuda" else 0.0
         assert torch.autograd.gradcheck(fn, inputs, nondet_tol=tol), sample.name

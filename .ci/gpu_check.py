@@ -4,7 +4,10 @@
 
 It uses the python3 that runs it and that python's torch (2.11 or newer), downloads nothing,
 and writes everything under $OUT (the folder a lent GPU machine hands back; ./gpu-check/ when
-unset), each file as it happens: a call cut at any second returns what was done. The steps,
+unset), each file as it happens: a call cut at any second returns what was done. Where the
+machine hands back only a few files (the lent ones: 8), --hand-back writes the logs to a
+folder of their own and keeps three files in $OUT: summary.txt, verdict.txt and
+gpu-check.tar.gz, the logs packed afresh every 15 s and at the end. The steps,
 correctness first, each ending by its deadline within the budget (seconds from the start):
 
   preflight  the first compiler that links the shared libstdc++ (each candidate's facts in
@@ -33,6 +36,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +75,7 @@ class Check:
     steps: list[str]
     packages: list[str]
     simulate: bool = False  # a CPU machine rehearsing preflight and build
+    hand_back: Path | None = None  # where summary, verdict and the packed logs go (--hand-back)
     venv: Path = Path(os.environ.get("GPU_VENV", "/tmp/gpu-check-venv"))
     start: float = field(default_factory=time.monotonic)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -103,6 +109,31 @@ class Check:
             lines.append(f"  {step}: {state}")
         (self.out / "verdict.txt").write_text("\n".join(lines) + "\n")
         return code
+
+    def pack(self) -> None:
+        """With --hand-back: summary.txt and verdict.txt copied, and every log packed into
+        gpu-check.tar.gz, each replaced whole (a call cut mid-pack keeps the last one)."""
+        if self.hand_back is None:
+            return
+        for name in ("summary.txt", "verdict.txt"):
+            if (self.out / name).exists():
+                shutil.copyfile(self.out / name, self.hand_back / f".{name}")
+                os.replace(self.hand_back / f".{name}", self.hand_back / name)
+        with tarfile.open(self.hand_back / ".gpu-check.tar.gz", "w:gz") as archive:
+            archive.add(self.out, arcname="gpu-check")
+        os.replace(self.hand_back / ".gpu-check.tar.gz", self.hand_back / "gpu-check.tar.gz")
+
+    def pack_every(self, seconds: float) -> None:
+        def loop() -> None:
+            while True:
+                time.sleep(seconds)
+                try:
+                    self.pack()
+                except OSError:  # a log written while packed: the next round gets it
+                    continue
+
+        if self.hand_back is not None:
+            threading.Thread(target=loop, daemon=True).start()
 
 
 def capture(*command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -352,22 +383,64 @@ def cuda_test_files(folder: str) -> list[str]:
     return [str(f.relative_to(ROOT)) for f in files if CUDA_TESTS.search(f.read_text())]
 
 
-def test_lanes(packages: list[str], cores: int, durations: dict[str, float]) -> list[Lane]:
+def test_lanes(
+    packages: list[str],
+    cores: int,
+    durations: dict[str, float],
+    counts: dict[str, int] | None = None,
+) -> list[Lane]:
     """The suites side by side: each package's (its test battery's CUDA cases among them),
     the cross-package one and shared_build's, where they have CUDA tests; the cores shared
-    by the time the last GPU run took, else evenly."""
+    by the time the last GPU run took, else by how many tests each collects (``counts``),
+    else evenly."""
     folders = {p: f"packages/{p}/tests" for p in packages}
     folders |= {"repo": "tests", "shared_build": "shared_build/tests"}
     suites = {name: files for name, folder in folders.items() if (files := cuda_test_files(folder))}
     took = {
         n: sum(s for t, s in durations.items() if t.split("::")[0] in f) for n, f in suites.items()
     }
+    if not all(took.values()) and counts:
+        took = {n: float(counts.get(n, 1)) for n in suites}
     total = sum(took.values())
     return [
         Lane(name, files, "cuda", f"not {LARGE}", max(1, round(cores * took[name] / total)) if total
              else max(1, cores // len(suites)))
         for name, files in suites.items()
     ]  # fmt: skip
+
+
+def count_tests(check: Check, lanes: list[Lane]) -> dict[str, int]:
+    """How many tests each lane collects, all collected at once (a few seconds)."""
+    env = {**check.env, "PYTHONPATH": f"{ROOT / '.ci'}{os.pathsep}{ROOT / 'shared_build' / 'src'}"}
+    processes = {
+        lane.name: subprocess.Popen(
+            [
+                check.python,
+                "-m",
+                "pytest",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *lane.paths,
+                "-m",
+                lane.marks,
+                "-k",
+                lane.keyword,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        for lane in lanes
+    }
+    counts = {}
+    for name, process in processes.items():
+        out, _ = process.communicate()
+        counts[name] = max(1, sum("::" in line for line in out.splitlines()))
+    return counts
 
 
 def large_lane(lanes: list[Lane]) -> Lane:
@@ -415,7 +488,15 @@ def judge(check: Check, prefix: str, jobs: list[Job]) -> str:
 
 def step_test(check: Check) -> str:
     durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-    lanes = test_lanes(check.packages, os.cpu_count() or 2, durations)
+    cores = os.cpu_count() or 2
+    lanes = test_lanes(check.packages, cores, durations)
+    if not durations:
+        counts = count_tests(check, lanes)
+        lanes = test_lanes(check.packages, cores, durations, counts)
+        shares = ", ".join(
+            f"{lane.name} {counts[lane.name]} tests, {lane.workers}" for lane in lanes
+        )
+        check.say(f"test: no GPU durations yet; workers by tests collected: {shares}")
     jobs = run_lanes(check, "test", lanes, slots=len(lanes))
     jobs += run_lanes(check, "test", [large_lane(lanes)], slots=1)
     seconds: dict[str, float] = {}
@@ -624,6 +705,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     parser.add_argument("--simulate", action="store_true", help="rehearse on a CPU machine")
+    parser.add_argument(
+        "--hand-back",
+        action="store_true",
+        help="logs in a folder of their own; $OUT keeps summary.txt, verdict.txt, gpu-check.tar.gz",
+    )
     args = parser.parse_args(argv)
     steps = args.steps.replace(",", " ").split()
     for step in steps:
@@ -632,7 +718,13 @@ def main(argv: list[str] | None = None) -> int:
     every = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
     packages = args.packages.replace(",", " ").split() or every
     out = Path(os.environ.get("OUT") or ROOT / "gpu-check")
-    check = Check(out, args.budget, [s for s in STEPS if s in steps], packages, args.simulate)
+    hand_back = None
+    if args.hand_back:
+        hand_back, out = out, Path(os.environ.get("GPU_CHECK_LOGS", "/tmp/gpu-check-logs"))
+        hand_back.mkdir(parents=True, exist_ok=True)
+    check = Check(
+        out, args.budget, [s for s in STEPS if s in steps], packages, args.simulate, hand_back
+    )
     if args.dry_run:
         print("\n".join(plan(check)))
         return 0
@@ -640,6 +732,15 @@ def main(argv: list[str] | None = None) -> int:
     (out / "summary.txt").write_text("")
     (out / "plan.txt").write_text("\n".join(plan(check)) + "\n")
     check.write_verdict(running="preflight")
+    check.pack_every(15)
+    try:
+        return run_steps(check)
+    finally:
+        check.pack()
+
+
+def run_steps(check: Check) -> int:
+    out = check.out
     if not preflight(check):
         (out / "verdict.txt").write_text("FAILED: preflight (summary.txt, facts.txt)\n")
         return 2

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -224,6 +225,37 @@ def test_the_exit_status_says_pass_defect_or_incomplete(tmp_path):
         "  sanitize: running",
         "  bench: NOT REACHED",
     ]
+
+
+def test_hand_back_keeps_three_files_and_packs_every_log(tmp_path):
+    """The lent machines hand back 8 files of $OUT: with --hand-back the logs go elsewhere,
+    and $OUT holds summary, verdict and the logs packed, each replaced whole."""
+    check = _check(tmp_path / "logs", build=gpu_results.PASSED)
+    check.out.mkdir()
+    check.hand_back = tmp_path / "out"
+    check.hand_back.mkdir()
+    check.say("build: ok")
+    for n in range(12):
+        (check.out / f"test-{n}.log").write_text(f"log {n}\n")
+    check.write_verdict(running="test")
+    check.pack()
+    assert sorted(os.listdir(check.hand_back)) == ["gpu-check.tar.gz", "summary.txt", "verdict.txt"]
+    with tarfile.open(check.hand_back / "gpu-check.tar.gz") as archive:
+        names = archive.getnames()
+        assert archive.extractfile("gpu-check/test-11.log").read() == b"log 11\n"
+    assert len([n for n in names if n.endswith(".log")]) == 12
+    assert (check.hand_back / "verdict.txt").read_text().splitlines()[2] == "  test: running"
+
+
+def test_without_gpu_durations_the_cores_follow_the_tests_collected():
+    lanes = gpu_check.test_lanes(
+        ["add_ext", "warp_perspective"],
+        16,
+        {},
+        {"add_ext": 10, "warp_perspective": 30, "shared_build": 1, "repo": 1},
+    )
+    workers = {lane.name: lane.workers for lane in lanes}
+    assert workers["warp_perspective"] > workers["add_ext"] > workers["shared_build"] >= 1
 
 
 def _cuda_test_files() -> list[str]:

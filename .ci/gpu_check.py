@@ -49,13 +49,19 @@ import gpu_results  # noqa: E402
 from gpu_results import CUT, FAILED, PASSED  # noqa: E402
 
 STEPS = ("build", "test", "sanitize", "bench")
-# When each step must end, in seconds before the end of the budget: correctness first, then
-# memory, then the bench's quick rows in what is left.
-RESERVE = {"build": 300, "test": 170, "sanitize": 85, "bench": 8}
+# The seconds each step is left at least by the steps before it (and the end, for packing
+# the logs): a step ends by the budget less what the chosen steps after it are left.
+# Correctness first, then memory, then the bench's quick rows in what is left.
+LEFT = {"test": 130, "sanitize": 85, "bench": 77, "end": 8}
 # Name parts of tests run apart: those that need most of a GPU's memory (alone, after the
 # suites), and CUDA-graph captures (they need the caching allocator, which the sanitizer
 # runs turn off).
 LARGE = "2_to_the_31"
+# What the sanitizer runs skip: the checks that re-run the samples the other tests already
+# drive through our kernels, through torch's machinery (numerical gradients, opcheck's
+# fake and AOT tests, eight threads, compile and export), each many times slower under the
+# tool; they run unsanitized in the test step.
+NOT_SANITIZED = ("gradcheck", "opcheck", "threads", "compile", "export", "aoti", "torchscript")
 # How a test file has CUDA tests: a cuda marker on a test, a module or a parameter, or the
 # test battery (its CUDA cases are cuda-marked).
 CUDA_TESTS = re.compile(
@@ -86,8 +92,13 @@ class Check:
     def python(self) -> str:
         return str(self.venv / "bin" / "python")
 
+    def reserve(self, step: str) -> float:
+        """Seconds before the end of the budget by which ``step`` must end."""
+        later = self.steps[self.steps.index(step) + 1 :]
+        return LEFT["end"] + sum(LEFT[s] for s in later)
+
     def deadline(self, step: str) -> float:
-        return self.start + self.budget - RESERVE[step]
+        return self.start + self.budget - self.reserve(step)
 
     def say(self, line: str) -> None:
         print(f"gpu_check: {line}", flush=True)
@@ -449,6 +460,12 @@ def large_lane(lanes: list[Lane]) -> Lane:
 
 
 def run_lanes(check: Check, prefix: str, lanes: list[Lane], slots: int, **extra: str) -> list[Job]:
+    jobs = lane_jobs(check, prefix, lanes, **extra)
+    run_jobs(jobs, check.deadline(prefix), slots)
+    return jobs
+
+
+def lane_jobs(check: Check, prefix: str, lanes: list[Lane], **extra: str) -> list[Job]:
     jobs = []
     for lane in lanes:
         env = {
@@ -466,7 +483,6 @@ def run_lanes(check: Check, prefix: str, lanes: list[Lane], slots: int, **extra:
                 lane.name, lane.command(check, prefix), check.out / f"{prefix}-{lane.name}.log", env
             )
         )
-    run_jobs(jobs, check.deadline(prefix), slots)
     return jobs
 
 
@@ -549,12 +565,8 @@ def sanitizer_runs(check: Check) -> list[tuple[Lane, list[str]]]:
     for name, files in targets.items():
         shared = shares_memory(name)
         for tool in [["memcheck"], initcheck] + ([["racecheck"], ["synccheck"]] if shared else []):
-            lane = Lane(
-                f"{name}-{tool[0]}",
-                files,
-                "cuda and not slow",
-                f"not {GRAPH_CAPTURE} and not {LARGE}",
-            )
+            skipped = " and ".join(f"not {k}" for k in (GRAPH_CAPTURE, LARGE, *NOT_SANITIZED))
+            lane = Lane(f"{name}-{tool[0]}", files, "cuda and not slow", skipped, workers=3)
             runs.append((lane, tool))
     return runs
 
@@ -563,13 +575,19 @@ def step_sanitize(check: Check) -> str:
     runs = sanitizer_runs(check)
     for lane, tool in runs:
         log = check.out / f"sanitize-{lane.name}.sanitizer.log"
+        # Device frames only: a host backtrace through torch per report costs seconds.
         lane.wrapper = [check.facts["sanitizer"], "--tool", *tool, "--error-exitcode", "99",
-                        "--target-processes", "all", "--log-file", str(log)]  # fmt: skip
+                        "--target-processes", "all", "--show-backtrace", "device",
+                        "--log-file", str(log)]  # fmt: skip
     # Without the caching allocator each tensor is an allocation of its own, so a read past
     # its end is caught.
-    slots = max(1, min(8, (os.cpu_count() or 2) // 2))
     lanes = [lane for lane, _ in runs]
-    jobs = run_lanes(check, "sanitize", lanes, slots, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+    jobs = lane_jobs(check, "sanitize", lanes, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+    probes = cublas_probes(check)
+    # The probes first (small), then every lane at once (3 processes each: the tool's
+    # slowdown is mostly on the GPU's side).
+    slots = len(probes) + len(jobs)
+    run_jobs(probes + jobs, check.deadline("sanitize"), slots)
     status = judge(check, "sanitize", jobs)
     for job in jobs:
         errors = sanitizer_errors(check.out / f"sanitize-{job.name}.sanitizer.log")
@@ -578,25 +596,8 @@ def step_sanitize(check: Check) -> str:
                 f"sanitize {job.name}: FAILED: {errors} sanitizer errors (its .sanitizer.log)"
             )
             status = FAILED
-    cublas_probe(check)
-    return status
-
-
-def cublas_probe(check: Check) -> None:
-    """Information, no verdict: whether initcheck sees what cuBLAS writes, with and without
-    --check-bulk-copy (.ci/gpu_initcheck_cublas.py says why), in the step's time left."""
-    for flags in [[], ["--check-bulk-copy", "yes"]][: 2 if check.facts.get("bulk_copy") else 1]:
-        name = "cublas-probe" + ("-bulk-copy" if flags else "")
-        log = check.out / f"{name}.sanitizer.log"
-        command = [check.facts["sanitizer"], "--tool", "initcheck", *flags, "--log-file", str(log),
-                   check.python, str(ROOT / ".ci" / "gpu_initcheck_cublas.py")]  # fmt: skip
-        job = Job(
-            name,
-            command,
-            check.out / f"{name}.log",
-            {**check.env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
-        )
-        run_jobs([job], check.deadline("sanitize"), 1)
+    for probe in probes:
+        log = check.out / f"{probe.name}.sanitizer.log"
         kernels = sorted(
             {
                 ln.split("Device Frame:")[1].strip()[:60]
@@ -605,15 +606,39 @@ def cublas_probe(check: Check) -> None:
             }
         )
         check.say(
-            f"sanitize {name} (information: does initcheck see cuBLAS's writes?): "
-            f"{'cut' if job.cut else sanitizer_errors(log)} errors; flagged: {'; '.join(kernels) or 'none'}"
+            f"sanitize {probe.name} (information: does initcheck see cuBLAS's writes?): "
+            f"{sanitizer_errors(log)} errors{' before the cut' if probe.cut else ''}; "
+            f"flagged: {'; '.join(kernels) or 'none'}"
         )
+    return status
+
+
+def cublas_probes(check: Check) -> list[Job]:
+    """Information, no verdict: whether initcheck sees what cuBLAS writes, with and without
+    --check-bulk-copy (.ci/gpu_initcheck_cublas.py says why)."""
+    probes = []
+    for flags in [[], ["--check-bulk-copy", "yes"]][: 2 if check.facts.get("bulk_copy") else 1]:
+        name = "cublas-probe" + ("-bulk-copy" if flags else "")
+        log = check.out / f"{name}.sanitizer.log"
+        command = [check.facts["sanitizer"], "--tool", "initcheck", *flags, "--show-backtrace",
+                   "device", "--log-file", str(log), check.python,
+                   str(ROOT / ".ci" / "gpu_initcheck_cublas.py")]  # fmt: skip
+        env = {**check.env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+        probes.append(Job(name, command, check.out / f"{name}.log", env))
+    return probes
+
+
+# A report's first line, per tool (memcheck, initcheck, racecheck, synccheck, API errors).
+REPORT = re.compile(
+    r"^=+ +(Invalid |Uninitialized |Error: |Barrier error|Program hit |Malloc/Free error|Leaked )"
+)
 
 
 def sanitizer_errors(log: Path) -> int:
-    return sum(
-        int(m.group(1)) for ln in lines_of(log) if (m := re.search(r"ERROR SUMMARY: (\d+)", ln))
-    )
+    """The tool's ERROR SUMMARY; where the run was cut before it, the reports it printed."""
+    lines = lines_of(log)
+    summaries = [int(m.group(1)) for ln in lines if (m := re.search(r"ERROR SUMMARY: (\d+)", ln))]
+    return sum(summaries) if summaries else sum(bool(REPORT.match(ln)) for ln in lines)
 
 
 # ---------------------------------------------------------------- bench
@@ -653,7 +678,7 @@ def plan(check: Check) -> list[str]:
     )
     lines = [f"gpu_check plan: budget {check.budget:.0f} s; expected times from {source}"]
     for step in check.steps:
-        lines.append(f"  {step}: ends by {check.budget - RESERVE[step]:.0f} s")
+        lines.append(f"  {step}: ends by {check.budget - check.reserve(step):.0f} s")
         if step == "build":
             for p in check.packages:
                 lines.append(

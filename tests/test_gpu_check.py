@@ -247,6 +247,25 @@ def test_hand_back_keeps_three_files_and_packs_every_log(tmp_path):
     assert (check.hand_back / "verdict.txt").read_text().splitlines()[2] == "  test: running"
 
 
+def test_a_sanitizer_log_cut_before_its_summary_counts_its_reports(tmp_path):
+    log = tmp_path / "x.sanitizer.log"
+    report = "========= Uninitialized __global__ memory read of size 2 bytes\n=========     at f\n"
+    log.write_text("========= COMPUTE-SANITIZER\n" + report * 3)
+    assert gpu_check.sanitizer_errors(log) == 3
+    log.write_text("========= COMPUTE-SANITIZER\n" + report + "========= ERROR SUMMARY: 7 errors\n")
+    assert gpu_check.sanitizer_errors(log) == 7
+    log.write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
+    assert gpu_check.sanitizer_errors(log) == 0
+
+
+def test_each_step_ends_by_the_budget_less_what_the_chosen_later_steps_are_left(tmp_path):
+    every = _check(tmp_path)
+    assert [every.budget - every.reserve(s) for s in gpu_check.STEPS] == [180, 310, 395, 472]
+    some = _check(tmp_path, steps=["build", "test", "sanitize"])
+    some.budget = 300
+    assert [some.budget - some.reserve(s) for s in some.steps] == [77, 207, 292]
+
+
 def test_without_gpu_durations_the_cores_follow_the_tests_collected():
     lanes = gpu_check.test_lanes(
         ["add_ext", "warp_perspective"],

@@ -4,6 +4,7 @@ to a module the fuzzer's child process can import: no compiler needed."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 import textwrap
@@ -133,6 +134,21 @@ def test_each_check_passes_a_good_op_and_fails_the_defect_it_is_for(toy, check, 
 def test_threads_and_memory_pass_a_good_op(toy):
     run(toy(), "threads")
     run(toy(), "memory")
+
+
+def test_threads_compare_within_tolerance_only_where_the_op_is_nondeterministic(toy):
+    """An op whose last bits vary between calls (atomic adds) fails the bitwise threads
+    check, and passes it where it declares the device nondeterministic."""
+    op = toy()
+    jitter = dataclasses.replace(op, op=lambda x, f: x * f + torch.rand_like(x) * 1e-7)
+    with pytest.raises(AssertionError, match="thread .* differs from the serial call"):
+        run(jitter, "threads")
+    run(dataclasses.replace(jitter, nondeterministic=("cpu",)), "threads")
+    wrong = dataclasses.replace(
+        op, op=lambda x, f: x * f + torch.rand_like(x), nondeterministic=("cpu",)
+    )
+    with pytest.raises(AssertionError, match="thread"):
+        run(wrong, "threads")
 
 
 def test_the_cases_name_the_op_and_the_check(toy):

@@ -31,7 +31,8 @@ globals().update(on_the_gpu())
 
 
 def _run(package, device, inputs, grads):
-    leaves = [t.to(device).requires_grad_() for t in inputs]
+    # Leaves on the device: a copy made by .to() would be a non-leaf, its .grad None.
+    leaves = [t.detach().to(device).requires_grad_() for t in inputs]
     outputs = package.forward(*leaves)
     torch.autograd.backward(outputs[:2], [g.to(device) for g in grads])
     return [t.detach().cpu() for t in outputs], [t.grad.cpu() for t in leaves]

@@ -254,6 +254,11 @@ def test_a_sanitizer_log_cut_before_its_summary_counts_its_reports(tmp_path):
     assert gpu_check.sanitizer_errors(log) == 3
     log.write_text("========= COMPUTE-SANITIZER\n" + report + "========= ERROR SUMMARY: 7 errors\n")
     assert gpu_check.sanitizer_errors(log) == 7
+    log.write_text(
+        "========= ERROR SUMMARY: 5180 errors were not printed. Use --print-limit option to adjust"
+        " the number of printed errors\n========= ERROR SUMMARY: 5280 errors\n"
+    )
+    assert gpu_check.sanitizer_errors(log) == 5280
     log.write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
     assert gpu_check.sanitizer_errors(log) == 0
 

@@ -136,14 +136,21 @@ def test_threads_and_memory_pass_a_good_op(toy):
     run(toy(), "memory")
 
 
-def test_threads_compare_within_tolerance_only_where_the_op_is_nondeterministic(toy):
-    """An op whose last bits vary between calls (atomic adds) fails the bitwise threads
-    check, and passes it where it declares the device nondeterministic."""
+def test_threads_and_properties_compare_within_tolerance_only_where_the_op_is_nondeterministic(toy):
+    """An op whose last bits vary between calls (atomic adds) fails the bitwise threads and
+    properties checks, and passes them where it declares the device nondeterministic."""
     op = toy()
-    jitter = dataclasses.replace(op, op=lambda x, f: x * f + torch.rand_like(x) * 1e-7)
+
+    def last_bits(x, f):  # a few units in the last place, different at every call
+        return x * f * (1 + (1 + torch.rand_like(x)) * 4 * torch.finfo(x.dtype).eps)
+
+    jitter = dataclasses.replace(op, op=last_bits)
     with pytest.raises(AssertionError, match="thread .* differs from the serial call"):
         run(jitter, "threads")
     run(dataclasses.replace(jitter, nondeterministic=("cpu",)), "threads")
+    with pytest.raises(BaseException, match="torch.ops gives another result"):
+        run(jitter, "properties")
+    run(dataclasses.replace(jitter, nondeterministic=("cpu",)), "properties")
     wrong = dataclasses.replace(
         op, op=lambda x, f: x * f + torch.rand_like(x), nondeterministic=("cpu",)
     )

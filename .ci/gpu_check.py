@@ -285,6 +285,13 @@ def preflight(check: Check) -> bool:
     if missing:
         check.say(f"preflight: FAILED: missing {len(missing)}: {'; '.join(missing)}")
         return False
+    if check.facts.get("sanitizer"):  # its kernel filters, to sanitize only our kernels later
+        found = capture(check.facts["sanitizer"], "--help").stdout.splitlines()
+        with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
+            facts.write("compute-sanitizer --help, its kernel filters:\n")
+            facts.writelines(
+                f"  {ln.strip()}\n" for ln in found if re.search(r"kernel|filter", ln, re.I)
+            )
     if "stable_target" in check.facts:
         check.env["SHARED_BUILD_STABLE_TARGET"] = check.facts["stable_target"]
     shown = [f"{k} {check.facts[k]}" for k in ("torch", "gpu", "nvcc") if k in check.facts]

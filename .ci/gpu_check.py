@@ -77,6 +77,8 @@ GRAPH_CAPTURE = "graph_capture"
 # without those dtypes (memcheck still runs them).
 INITCHECK_BLIND = {"lltm_cuda": ("float16", "bfloat16")}
 DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
+# What a test run's python imports from here: the results plugin and shared_build.
+TEST_PATH = f"{ROOT / '.ci'}{os.pathsep}{ROOT / 'shared_build' / 'src'}"
 PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
 
 
@@ -435,31 +437,14 @@ def test_lanes(
 
 def count_tests(check: Check, lanes: list[Lane]) -> dict[str, int]:
     """How many tests each lane collects, all collected at once (a few seconds)."""
-    env = {**check.env, "PYTHONPATH": f"{ROOT / '.ci'}{os.pathsep}{ROOT / 'shared_build' / 'src'}"}
-    processes = {
-        lane.name: subprocess.Popen(
-            [
-                check.python,
-                "-m",
-                "pytest",
-                "--collect-only",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                *lane.paths,
-                "-m",
-                lane.marks,
-                "-k",
-                lane.keyword,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-            cwd=ROOT,
+    env = {**check.env, "PYTHONPATH": TEST_PATH}
+    processes = {}
+    for lane in lanes:
+        command = [check.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                   *lane.paths, "-m", lane.marks, "-k", lane.keyword]  # fmt: skip
+        processes[lane.name] = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT
         )
-        for lane in lanes
-    }
     counts = {}
     for name, process in processes.items():
         out, _ = process.communicate()
@@ -485,7 +470,7 @@ def lane_jobs(check: Check, prefix: str, lanes: list[Lane], **extra: str) -> lis
             **check.env,
             **extra,
             "GPU_RESULTS": str(check.out / f"{prefix}-{lane.name}.jsonl"),
-            "PYTHONPATH": f"{ROOT / '.ci'}{os.pathsep}{ROOT / 'shared_build' / 'src'}",
+            "PYTHONPATH": TEST_PATH,
             "PYTHONUNBUFFERED": "1",
             # Inductor's compile workers, one per core in every test process, would swamp
             # the cores the suites share.

@@ -181,8 +181,6 @@ def test_release_wheels_pass_the_abi_audits(wheelhouse, tmp_path):
     show it can fail, a full-ABI wheel on torch's unstable C++ API. (Each package's own
     test_libraries_import_no_unstable_symbols stays: it reads the installed libraries under
     every torch of the matrix, from the sdist's tests, where no auditor is installed.)"""
-    import zipfile
-
     bin_folder = Path(sys.executable).parent
     wheels = sorted(wheelhouse.glob("*.whl"))
     abi3 = [w for w in wheels if "-abi3-" in w.name]
@@ -202,12 +200,11 @@ def test_release_wheels_pass_the_abi_audits(wheelhouse, tmp_path):
     assert caught.returncode == 1 and re.search(r"[1-9]\d* ABI violations found", said), said
     for wheel in wheels:
         name = wheel.name.split("-")[0]
-        folder = tmp_path / name
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(folder)
-        report = run(
-            str(bin_folder / "torch-abi-audit"), "--check", "torch", str(folder / name), check=False
-        )
+        with _unzipped(wheel) as folder:
+            report = run(
+                str(bin_folder / "torch-abi-audit"), "--check", "torch", f"{folder}/{name}",
+                check=False,
+            )  # fmt: skip
         output = report.stdout + report.stderr
         if _abi(name) == "stable":
             target = next(

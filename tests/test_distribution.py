@@ -66,7 +66,7 @@ def artifacts(tmp_path_factory, sdist_of) -> dict[str, Path]:
 
 
 def test_wheel_tag_follows_limited_api(artifacts):
-    """abi3 (one wheel for CPython >= 3.10) unless the package binds with pybind11."""
+    """abi3 (one wheel for CPython >= 3.10) unless the package sets limited_api = false."""
     config = tomllib.loads((PACKAGE / "pyproject.toml").read_text())["tool"]["shared_build"]
     tag = (
         "cp310-abi3"

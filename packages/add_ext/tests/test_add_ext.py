@@ -164,6 +164,29 @@ def test_direct_entry_matches_the_op():
     assert_close(add_ext._C.add(x, y), x + y)
 
 
+def test_direct_entry_takes_keywords_and_gives_the_ops_errors():
+    """Keywords, and argument counts the op refuses, go to the torch.ops overload."""
+    x, y = torch.randn(5), torch.randn(5)
+    assert_close(add_ext._C.add(x, y, alpha=2.0), 2 * x + y)
+    assert_close(add_ext._C.add(y=y, x=x), x + y)
+    with pytest.raises(RuntimeError, match="missing value for argument 'y'"):
+        add_ext._C.add(x)
+    with pytest.raises(RuntimeError, match="expected at most 3 argument"):
+        add_ext._C.add(x, y, 1.0, 2.0)
+    with pytest.raises(RuntimeError, match="Expected a value of type 'float' for argument 'alpha'"):
+        add_ext._C.add(x, y, 10**400)
+
+
+def test_direct_entry_raises_the_kernels_error_as_torch_ops_does():
+    x = torch.randn(5)
+    with pytest.raises(RuntimeError) as direct:
+        add_ext._C.add(x, torch.randn(4), 1.0)
+    with pytest.raises(RuntimeError) as boxed:
+        torch.ops.add_ext.add(x, torch.randn(4), 1.0)
+    assert "x and y must have the same shape" in str(direct.value)
+    assert str(direct.value) == str(boxed.value)
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [

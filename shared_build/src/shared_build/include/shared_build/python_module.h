@@ -1,8 +1,10 @@
 // The Python module init of a package's extension, named by
 // TORCH_EXTENSION_NAME (the extension name's last component, "add_ext._C" ->
-// _C), so it always matches the module Python imports. The module is empty:
-// importing it loads the library, whose TORCH_LIBRARY blocks register the ops;
-// it uses only the limited Python API, so one wheel serves CPython >= 3.10.
+// _C), so it always matches the module Python imports. Importing it loads the
+// library, whose TORCH_LIBRARY blocks register the ops; the module is empty, or
+// holds the functions of a PyMethodDef table (..._WITH_METHODS, add_ext's
+// direct entry). It uses only the limited Python API, so one wheel serves
+// CPython >= 3.10.
 #pragma once
 
 #include <Python.h>
@@ -17,7 +19,10 @@
 #define SHARED_BUILD_CAT_(a, b) a##b
 #define SHARED_BUILD_CAT(a, b) SHARED_BUILD_CAT_(a, b)
 
-#define SHARED_BUILD_PYTHON_MODULE(doc)                                    \
+#define SHARED_BUILD_PYTHON_MODULE(doc) \
+  SHARED_BUILD_PYTHON_MODULE_WITH_METHODS(doc, nullptr)
+
+#define SHARED_BUILD_PYTHON_MODULE_WITH_METHODS(doc, methods)              \
   extern "C" PyMODINIT_FUNC SHARED_BUILD_CAT(PyInit_,                      \
                                              TORCH_EXTENSION_NAME)(void) { \
     static PyModuleDef module_def = {                                      \
@@ -25,7 +30,7 @@
         SHARED_BUILD_STR(TORCH_EXTENSION_NAME),                            \
         doc,                                                               \
         -1,                                                                \
-        nullptr,                                                           \
+        methods,                                                           \
         nullptr,                                                           \
         nullptr,                                                           \
         nullptr,                                                           \

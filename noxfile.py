@@ -11,6 +11,7 @@
     nox -s build | lint | examples | gpu
     nox -s abi                        # only the stable-ABI wheels, under every torch
     nox -s abi_overhead               # per-call cost, stable-ABI build against full-ABI build
+    nox -s wheels_cpython             # the newest torch's wheels under CPython 3.13, no compiler
 
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
 sessions and kept between runs. A full-ABI package is rebuilt only when its files,
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parent
 # The machinery (environments, wheel cache, locks, reports, release) is shared_build's
 # workspace package, from the checkout: a repository made from this one reuses it.
 sys.path.insert(0, str(ROOT / "shared_build" / "src"))
-from shared_build.workspace import ci, envs, suites  # noqa: E402
+from shared_build.workspace import ci, cpython, envs, suites  # noqa: E402
 from shared_build.workspace.abi import call_overhead  # noqa: E402
 from shared_build.workspace.release import build_wheelhouse, release_wheels  # noqa: E402
 from shared_build.workspace.repo import Repo, lowered_stable_target  # noqa: E402
@@ -58,6 +59,9 @@ PORTABLE_LEVELS = (
     ({"WARP_PERSPECTIVE_NO_AVX2": "1", "ADD_EXT_NO_F16C": "1"}, "warp_perspective or add_ext"),
 )
 BENCH_LOCAL = ROOT / "benchmarks" / "results" / "local"  # git-ignored
+# The CPython beside the matrix's (the system's 3.11) that nox -s wheels_cpython proves the
+# release wheels under, built from Debian trixie's source package.
+SECOND_CPYTHON = "3.13"
 
 nox.options.sessions = ["tests"]
 
@@ -205,6 +209,24 @@ def release(session: nox.Session) -> None:
     if problem := lowered_stable_target():
         session.error(problem)
     build_wheelhouse(session, REPO, session.posargs or TORCH_VERSIONS)
+
+
+@nox.session(venv_backend="none", default=False)
+def wheels_cpython(session: nox.Session) -> None:
+    """The newest torch's release wheels installed with no compiler under CPython 3.13, each package's tests run from its sdist.
+
+    nox -s wheels_cpython [-- --python-path /path/to/python3.X --torch 2.14.1]: CPython
+    3.13 is built from Debian trixie's source package into .nox/python/3.13 the first time
+    (root and apt; about 5 minutes on 2 cores), torch comes from PyPI, the wheelhouse from
+    nox -s release's code if wheelhouse/torch-<v>/ is missing. One line per package at the end.
+    """
+    try:
+        python, torch = cpython.session_args(session.posargs, TORCH_VERSIONS[-1])
+    except ValueError as error:
+        session.error(f"nox -s wheels_cpython: {error}")
+    with reported(session, REPO) as report:
+        python = python or cpython.ensure_cpython(session, REPO, SECOND_CPYTHON)
+        cpython.prove_wheelhouse(session, REPO, report, python, torch)
 
 
 @nox.session(venv_backend="none", default=False)

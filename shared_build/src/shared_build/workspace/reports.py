@@ -19,6 +19,24 @@ if TYPE_CHECKING:
     from .envs import TorchEnv
 
 
+def junit_counts(xml_files: list[Path]) -> dict[str, int]:
+    """Passed, failed (failures and errors) and skipped tests of pytest's JUnit XML files
+    (a missing file counts nothing)."""
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for xml in xml_files:
+        if not xml.is_file():
+            continue
+        for suite in ET.parse(xml).getroot().iter("testsuite"):
+            for key in totals:
+                totals[key] += int(suite.get(key, 0))
+    failed = totals["failures"] + totals["errors"]
+    return {
+        "passed": totals["tests"] - failed - totals["skipped"],
+        "failed": failed,
+        "skipped": totals["skipped"],
+    }
+
+
 class Report:
     """One session's wall time, builds and test counts, written to .nox/reports/<name>.json
     when the session ends (passed or not) for CI's closing table (.ci/summary.py)."""
@@ -49,19 +67,7 @@ class Report:
             self.pytest_seconds += time.perf_counter() - start
 
     def counts(self) -> dict[str, int]:
-        totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        for xml in self.xml_files:
-            if not xml.is_file():
-                continue
-            for suite in ET.parse(xml).getroot().iter("testsuite"):
-                for key in totals:
-                    totals[key] += int(suite.get(key, 0))
-        failed = totals["failures"] + totals["errors"]
-        return {
-            "passed": totals["tests"] - failed - totals["skipped"],
-            "failed": failed,
-            "skipped": totals["skipped"],
-        }
+        return junit_counts(self.xml_files)
 
     def write(self, status: str) -> None:
         builds = {

@@ -20,7 +20,8 @@ to some rows (``benchmarks/run.py --headline``) then sets up nothing else, and a
 
 Every implementation of one (op, case, device, dtype) is timed in the same process,
 round-robin, so that ratios compare like with like. Times are medians of
-torch.utils.benchmark's blocked_autorange, which synchronizes CUDA around each block.
+torch.utils.benchmark's blocked_autorange, which synchronizes CUDA around each block; the
+spread is the interquartile range of the per-call times of every round together.
 """
 
 from __future__ import annotations
@@ -48,10 +49,13 @@ class Measurement:
     ours: bool  # True for this repository's implementation
     device: str
     dtype: str
-    seconds: float  # median time per call
-    iqr: float  # interquartile range of the per-call times
+    seconds: float  # median time per call: the median round's
+    iqr: float  # interquartile range of the per-call times of all rounds (0.0: under 4)
     runs: int  # how many calls the median is over
     extra: dict[str, float] = field(default_factory=dict)  # e.g. {"GB/s": 812.0}
+    # How many per-call times (one per timed block, all rounds) the IQR is over; raw files
+    # from before it was recorded hold the IQR of the median round alone, and no samples.
+    samples: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,6 +138,11 @@ class Context:
 
     def time(self, fn: Callable[[], Any], *, warmup: int = 3) -> tuple[float, float, int]:
         """(median seconds, IQR, number of runs) of fn() after warmup calls."""
+        median, runs, times = self._blocks(fn, warmup=warmup)
+        return median, iqr(times), runs
+
+    def _blocks(self, fn: Callable[[], Any], *, warmup: int) -> tuple[float, int, list[float]]:
+        """(median seconds, number of runs, the per-call time of each block) of fn()."""
         for _ in range(warmup):
             fn()
         _sync()
@@ -142,7 +151,8 @@ class Context:
                 stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()
             )
             result = timer.blocked_autorange(min_run_time=self.min_run_time)
-            return result.median, result.iqr, len(result.times) * result.number_per_run
+            runs = len(result.times) * result.number_per_run
+            return result.median, runs, list(result.times)
         # Blocks of about block_time each, until min_run_time is spent (at least 5). With a CUDA
         # device, blocked_autorange sizes its blocks until the timer's own synchronize is
         # 1e-4 of one, about 0.1 s, so a short min_run_time gets one or two blocks and no
@@ -159,8 +169,7 @@ class Context:
         times: list[float] = []  # per call, one per block
         while len(times) < 5 or sum(times) * number < self.min_run_time:
             times.append(clock.timeit(number) / number)
-        low, median, high = statistics.quantiles(times, n=4, method="inclusive")
-        return median, high - low, len(times) * number
+        return statistics.median(times), len(times) * number, times
 
     def compare(
         self,
@@ -190,15 +199,18 @@ class Context:
             for _ in range(3):
                 fn()
         _sync()
-        samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in impls}
+        samples: dict[str, list[tuple]] = {name: [] for name in impls}
         for _ in range(rounds):
             for name, fn in impls.items():
-                samples[name].append(self.time(fn, warmup=1))
+                samples[name].append(self._blocks(fn, warmup=1))
         dtype_name = str(dtype).replace("torch.", "")
         recorded = {}
         for name, runs in samples.items():
-            runs.sort()
-            seconds, iqr, _ = runs[len(runs) // 2]
+            runs.sort(key=lambda r: r[0])
+            seconds = runs[len(runs) // 2][0]
+            # The spread across rounds: a slow row gives one or two blocks a round, too few
+            # for quartiles alone, and a drift between rounds belongs in it.
+            pooled = [t for r in runs for t in r[2]]
             measurement = Measurement(
                 op=op,
                 case=case,
@@ -208,9 +220,10 @@ class Context:
                 device=device,
                 dtype=dtype_name,
                 seconds=seconds,
-                iqr=iqr,
-                runs=sum(r[2] for r in runs),
+                iqr=iqr(pooled),
+                runs=sum(r[1] for r in runs),
                 extra=extra(seconds) if extra else {},
+                samples=len(pooled),
             )
             self.measurements.append(measurement)
             if self._on_record is not None:
@@ -240,6 +253,17 @@ def _synchronized_clock() -> float:
     kernels (torch.utils.benchmark's timer does the same)."""
     _sync()
     return time.perf_counter()
+
+
+MIN_SAMPLES = 4  # quartiles of fewer per-call times say nothing: the IQR is not computed
+
+
+def iqr(times: Sequence[float]) -> float:
+    """The interquartile range of per-call times; 0.0 for fewer than MIN_SAMPLES."""
+    if len(times) < MIN_SAMPLES:
+        return 0.0
+    low, _, high = statistics.quantiles(times, n=4, method="inclusive")
+    return high - low
 
 
 def format_seconds(seconds: float) -> str:

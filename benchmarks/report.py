@@ -1,12 +1,14 @@
 """Merge raw benchmark files (one per torch version) into one report.
 
     python benchmarks/report.py --output-dir benchmarks/results raw/torch-2.13.0.json raw/torch-2.14.1.json
+    python benchmarks/report.py --from-raw    # re-render the committed report from its raw files
     python benchmarks/report.py --gpu-rows OUT/bench-rows.jsonl   # a GPU run's section only
 
 Writes report.md (also printed), results.json (every raw figure, by torch version) and, where
-matplotlib is installed, one PNG per op under plots/: time against size, one line per
-implementation, one panel per torch version. Columns put the torch versions side by side,
-so that a regression of an op or of a peer between torch releases shows in one row.
+matplotlib is installed, one PNG per op under plots/ (linked from the report): our speedup
+over each peer against size with the goal lines, and the times, error bars from the IQR,
+one panel per torch version. Columns put the torch versions side by side, so that a
+regression of an op or of a peer between torch releases shows in one row.
 """
 
 from __future__ import annotations
@@ -15,16 +17,16 @@ import argparse
 import json
 import math
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import rows  # noqa: E402
-from benchmarks.harness import format_seconds  # noqa: E402
+from benchmarks.harness import MIN_SAMPLES, format_seconds  # noqa: E402
 
 REGRESSION = 1.10  # a time more than 10% above the first version's is flagged
 
@@ -50,7 +52,44 @@ def group(runs: dict[str, dict]) -> dict[tuple, dict[str, dict[str, dict]]]:
     return table
 
 
-SPREAD_LIMIT = 0.10  # an interquartile range over 10% of the median flags the row
+SPREAD_LIMIT = 0.10  # an interquartile range over 10% of the median flags the time
+FEW_SAMPLES = 20  # a time resting on fewer per-call times says how many
+
+
+def spread(m: dict) -> float | None:
+    """A time's spread: the IQR of its per-call times (seconds), None where too few were
+    taken for one. Raw files from before the harness pooled the rounds (no "samples")
+    hold the median round's IQR, 0.0 where that round timed a single block."""
+    if m.get("samples") is not None:
+        return m["iqr"] if m["samples"] >= MIN_SAMPLES else None
+    return m["iqr"] if m.get("iqr") else None
+
+
+def format_time(m: dict) -> str:
+    """A time with its spread, as every table prints it: "7.02 us IQR 1%", "505 ms IQR n/a"."""
+    text = format_seconds(m["seconds"])
+    iqr = spread(m)
+    if iqr is None or not m["seconds"]:
+        text += " IQR n/a"
+    else:
+        percent = 100 * iqr / m["seconds"]
+        text += f" IQR {percent:.1f}%" if round(percent, 1) < 1 else f" IQR {percent:.0f}%"
+    n = m.get("samples", m.get("runs"))
+    if n is not None and n < FEW_SAMPLES:
+        text += f" (n={n})"
+    return text
+
+
+def impl_label(package: str, case: str, impl: str) -> str:
+    """An implementation's name as the report prints it. gc_cpp's bench names its eager
+    baseline "eager a@(x@w)+b" on every shape, but runs (a@x)@w+b where F_out >= F_in
+    (the cheaper order there): the label names what ran."""
+    if package == "gc_cpp" and impl == "eager a@(x@w)+b":
+        f_in, _, f_out = case_family(case).partition("->")
+        if f_in.isdigit() and f_out.isdigit() and int(f_out) >= int(f_in):
+            return "eager (a@x)@w+b"
+    return impl
+
 
 # The op that times forward and backward together, for an op that times the forward alone.
 _WITH_BACKWARD = (" fwd+bwd", "+backward")
@@ -64,7 +103,8 @@ def _row(version: str, m: dict, reason: str) -> dict:
 def sanity_flags(runs: dict[str, dict]) -> list[dict]:
     """Rows whose figures cannot all be right, so that a report never publishes them silently.
 
-    - spread: the interquartile range over SPREAD_LIMIT of the median (a noisy machine);
+    - spread: the IQR over SPREAD_LIMIT of the median (a noisy machine), or no IQR at all
+      (too few per-call times to compute one);
     - a forward slower than the same implementation's forward+backward on the same case;
     - a floor (an implementation named "... floor ...") slower than our kernel it bounds.
     """
@@ -74,10 +114,11 @@ def sanity_flags(runs: dict[str, dict]) -> list[dict]:
         for m in data["measurements"]:
             by_key[(m["package"], m["op"], m["case"], m["impl"], m["device"], m["dtype"])] = m
         for m in data["measurements"]:
-            if m["seconds"] and m.get("iqr", 0) / m["seconds"] > SPREAD_LIMIT:
-                flags.append(
-                    _row(version, m, f"spread {100 * m['iqr'] / m['seconds']:.0f}% of the median")
-                )
+            iqr = spread(m)
+            if iqr is None:
+                flags.append(_row(version, m, f"no IQR: fewer than {MIN_SAMPLES} per-call times"))
+            elif m["seconds"] and iqr / m["seconds"] > SPREAD_LIMIT:
+                flags.append(_row(version, m, f"IQR {100 * iqr / m['seconds']:.0f}% of the median"))
             for suffix in _WITH_BACKWARD:
                 both = by_key.get(
                     (m["package"], m["op"] + suffix, m["case"], m["impl"], m["device"], m["dtype"])
@@ -113,10 +154,13 @@ def sanity_flags(runs: dict[str, dict]) -> list[dict]:
 
 
 def speedup_interval(ours: dict | None, peer: dict | None) -> tuple[float, float] | None:
-    """The speedup's range when each time may lie anywhere in its interquartile range."""
+    """The speedup's range when each time may lie anywhere within half its IQR of its
+    median; (0, inf) where either time has no IQR (nothing can be ruled out)."""
     if not ours or not peer or not ours["seconds"] or not peer["seconds"]:
         return None
-    half_ours, half_peer = ours.get("iqr", 0) / 2, peer.get("iqr", 0) / 2
+    if spread(ours) is None or spread(peer) is None:
+        return 0.0, math.inf
+    half_ours, half_peer = spread(ours) / 2, spread(peer) / 2
     low = (peer["seconds"] - half_peer) / (ours["seconds"] + half_ours)
     high_den = ours["seconds"] - half_ours
     high = (peer["seconds"] + half_peer) / high_den if high_den > 0 else math.inf
@@ -133,14 +177,57 @@ def fmt_ratio(value: float | None) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.2f}x"
 
 
-def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
-    """One row per goal and case: the measured value per torch version and the verdict."""
+def fmt_speedup(ours: dict | None, peer: dict | None) -> str:
+    """A speedup cell: "1.02x (tie)" where the range of speedups the IQRs allow holds 1."""
+    cell = fmt_ratio(speedup(ours, peer))
+    interval = speedup_interval(ours, peer)
+    known = interval and spread(ours) is not None and spread(peer) is not None
+    if known and interval[0] <= 1.0 <= interval[1]:
+        cell += " (tie)"
+    return cell
+
+
+VERDICT_RULE = (
+    "A goal's verdict over the torch versions: **missed** if any version missed it, met only "
+    "if every version that ran it met it, inconclusive otherwise (none missed, one or more "
+    "inconclusive)."
+)
+
+
+def judge(value: float | None, interval: tuple[float, float] | None, line: float) -> str | None:
+    """One torch version's verdict on a goal: met, missed or inconclusive (None: not run)."""
+    if interval is None:
+        return None
+    low, high = interval
+    if low >= line:
+        return "met"
+    if high < line:
+        return "missed"
+    # The IQRs straddle the goal line: this run cannot tell met from missed.
+    return "inconclusive"
+
+
+def combine(verdicts: list[str | None]) -> str:
+    """The verdict over torch versions (VERDICT_RULE)."""
+    ran = [v for v in verdicts if v is not None]
+    if not ran:
+        return "not measured"
+    if "missed" in ran:
+        return "missed"
+    return "met" if all(v == "met" for v in ran) else "inconclusive"
+
+
+def judge_goals(runs: dict[str, dict], table) -> list[dict]:
+    """Every goal judged on every case it names, under each torch version: a dict with the
+    goal, case ("-" where not run), per-version (value, interval, verdict) and the verdict.
+    A goal none of the runs measured (CUDA, with no GPU) is one entry, its cases listed."""
     versions = list(runs)
     goals: dict[tuple, dict] = {}
     for data in runs.values():
         for goal in data.get("goals", []):
             goals.setdefault(tuple(sorted((k, str(v)) for k, v in goal.items())), goal)
-    rows = []
+    judged: list[dict] = []
+    not_run: dict[tuple[str, str], dict] = {}
     for goal in goals.values():
         matching = [
             (key, case, impls)
@@ -150,53 +237,77 @@ def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
             if goal.get("case") in (None, case)
         ]
         if not matching:
-            rows.append(
-                [
-                    goal["package"],
-                    describe_goal(goal),
-                    "-",
-                    *["not run"] * len(versions),
-                    "-",
-                    "not measured",
-                ]
-            )
+            entry = not_run.get((goal["package"], describe_goal(goal)))
+            if entry is None:
+                entry = {
+                    "package": goal["package"],
+                    "goal": describe_goal(goal),
+                    "cases": [],
+                    "per_version": [(None, None, None)] * len(versions),
+                    "verdict": "not measured",
+                }
+                not_run[(goal["package"], describe_goal(goal))] = entry
+                judged.append(entry)
+            entry["cases"].append(goal.get("case") or "every case")
             continue
         for key, case, impls in matching:
-            values, intervals = [], []
+            per_version = []
             for version in versions:
                 ours = impls.get(goal["ours"], {}).get(version)
                 if goal.get("metric"):
                     value = ours["extra"].get(goal["metric"]) if ours else None
-                    values.append(value)
-                    intervals.append(None if value is None else (value, value))
+                    interval = None if value is None else (value, value)
                 else:
                     peer = impls.get(goal["peer"], {}).get(version)
-                    values.append(speedup(ours, peer))
-                    intervals.append(speedup_interval(ours, peer))
-            measured = [i for i in intervals if i is not None]
-            line = goal["min_speedup"]
-            met = sum(low >= line for low, _ in measured)
-            if not measured:
-                verdict = "not measured"
-            elif met == len(measured):
-                verdict = "met"
-            elif any(high < line for _, high in measured):
-                verdict = "**missed**"
-            else:
-                # Some version's interquartile ranges straddle the goal line: this run
-                # cannot tell met from missed.
-                verdict = "inconclusive"
-            rows.append(
-                [
-                    goal["package"],
-                    describe_goal(goal),
-                    f"{case} ({key[3]})",
-                    *map(fmt_ratio, values),
-                    f"{met} of {len(measured)}" if measured else "-",
-                    verdict,
-                ]
+                    value, interval = speedup(ours, peer), speedup_interval(ours, peer)
+                per_version.append((value, interval, judge(value, interval, goal["min_speedup"])))
+            judged.append(
+                {
+                    "package": goal["package"],
+                    "goal": describe_goal(goal),
+                    "cases": [f"{case} ({key[3]})"],
+                    "per_version": per_version,
+                    "verdict": combine([v for _, _, v in per_version]),
+                }
             )
-    return rows
+    return judged
+
+
+def fmt_range(value: float | None, interval: tuple[float, float] | None) -> str:
+    """A measured goal value with its range within the IQRs: "0.96x [0.95, 0.98]"."""
+    if interval is None:
+        return fmt_ratio(value)
+    low, high = interval
+    if low == high:  # a metric: no interval
+        return fmt_ratio(value)
+    if low == 0 and math.isinf(high):
+        return f"{fmt_ratio(value)} no IQR"
+    return f"{fmt_ratio(value)} [{low:.2f}, {high:.2f}]"
+
+
+def fmt_judged(value: float | None, interval: tuple[float, float] | None, verdict: str | None):
+    """One version's cell of the goal table: "0.96x [0.95, 0.98] inconclusive"."""
+    if verdict is None:
+        return "not run"
+    return f"{fmt_range(value, interval)} {fmt_verdict(verdict)}"
+
+
+def fmt_verdict(verdict: str) -> str:
+    return "**missed**" if verdict == "missed" else verdict
+
+
+def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
+    """The goal table's rows: goal, case, one cell per torch version, the verdict."""
+    return [
+        [
+            entry["package"],
+            entry["goal"],
+            ", ".join(entry["cases"]),
+            *(fmt_judged(*cell) for cell in entry["per_version"]),
+            fmt_verdict(entry["verdict"]),
+        ]
+        for entry in judge_goals(runs, table)
+    ]  # fmt: skip
 
 
 def describe_goal(goal: dict) -> str:
@@ -232,7 +343,12 @@ def machine_section(runs: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def render(runs: dict[str, dict]) -> str:
+def render(
+    runs: dict[str, dict], *, plots: dict[tuple, str] | None = None, source: str | None = None
+) -> str:
+    """The report. plots: {(package, op, device, dtype): path relative to the report} to
+    link from each op's section; source: where the raw files of an earlier run were read
+    from, when re-rendering it (the header then says whose numbers these are)."""
     versions = list(runs)
     table = group(runs)
     flags = sanity_flags(runs)
@@ -240,40 +356,63 @@ def render(runs: dict[str, dict]) -> str:
         (f["version"], f["package"], f["op"], f["case"], f["impl"], f["device"], f["dtype"])
         for f in flags
     }
-    total = sum(len(data["measurements"]) for data in runs.values())
-    out = ["# Benchmark report", "", machine_section(runs), ""]
+    times = sum(len(data["measurements"]) for data in runs.values())
+    row_count = sum(len(impls) for cases in table.values() for impls in cases.values())
+    out = ["# Benchmark report", ""]
+    if source:
+        out += [
+            "**The numbers are those of the last published run** (its machine and date below), "
+            f"re-rendered from its raw files in `{source}` by `python benchmarks/report.py "
+            "--from-raw`: nothing was timed for this rendering.",
+            "",
+        ]
+    out += [machine_section(runs), ""]
     out += [
         "Times are medians (torch.utils.benchmark, CUDA synchronized), every implementation of a",
         "case timed round-robin in one process. **speedup** = peer's time / ours: above 1 ours is",
         f"faster. A time more than {int((REGRESSION - 1) * 100)}% above the first torch version's is marked ▲.",
-        "A goal is met when the speedup is above the line with every time anywhere in its",
-        "interquartile range, missed when it is below it so, and inconclusive in between; a",
-        "speedup whose range so taken contains 1.00x is a tie, marked (tie). The goals are",
-        'those of the open issues; "versions met" counts the torch versions that met one.',
         "",
-        f"**Sanity checks: {len(flags)} of {total} rows flagged** (⚠ below): "
+        "**Spread**, the one figure of noise in this report: the IQR (interquartile range) of a",
+        "time's per-call times (one per timed block, all its rounds together) as a percentage of",
+        f"its median, e.g. `7.02 us IQR 1%`; `IQR n/a` where fewer than {MIN_SAMPLES} per-call "
+        "times were taken,",
+        f"and `(n=6)` after a time that rests on fewer than {FEW_SAMPLES} of them. The same IQR "
+        f"flags a noisy time (⚠, over {int(SPREAD_LIMIT * 100)}%)",
+        "and bounds every verdict: each time may lie anywhere within half its IQR of its median;",
+        "the speedup's range so taken decides a goal (met above the line, missed below it,",
+        "inconclusive across it, or where a time has no IQR) and marks a tie, (tie), where it",
+        "contains 1.00x.",
+    ]
+    if any("samples" not in m for data in runs.values() for m in data["measurements"]):
+        out += [
+            "Raw files from before the harness pooled its rounds (no `samples` count in them, as",
+            "here) hold the IQR of each time's median round alone, and their `n` is",
+            "the calls of all rounds: a slow time's IQR there rests on a third of them.",
+        ]
+    out += [
+        "",
+        f"**Sanity checks: {len(flagged)} of {times} times flagged** ({row_count} rows × "
+        f"{len(versions)} torch version{'s' * (len(versions) != 1)}"
+        + (", not every row under every version" if row_count * len(versions) != times else "")
+        + f"; {len(flags)} flag{'s' * (len(flags) != 1)}, ⚠ below): "
         + (
             "their figures cannot all be right (noise, or a machine busy with other work); "
             "rerun on a quiet machine before quoting them."
             if flags
-            else "no spread over "
-            f"{int(SPREAD_LIMIT * 100)}%, no forward slower than its forward+backward, no "
-            "floor slower than the kernel it bounds."
+            else "no IQR over "
+            f"{int(SPREAD_LIMIT * 100)}% or missing, no forward slower than its forward+backward, "
+            "no floor slower than the kernel it bounds."
         ),
         "",
         "## Goals",
         "",
+        "The goals are those of the open issues. Each torch version's cell is our speedup, its",
+        "range [low, high] within the IQRs, and that version's verdict. " + VERDICT_RULE,
+        "",
     ]
     out.append(
         markdown_table(
-            [
-                "package",
-                "goal",
-                "case",
-                *[f"torch {v}" for v in versions],
-                "versions met",
-                "verdict",
-            ],
+            ["package", "goal", "case", *[f"torch {v}" for v in versions], "verdict"],
             goal_rows(runs, table),
         )
     )
@@ -283,30 +422,35 @@ def render(runs: dict[str, dict]) -> str:
             markdown_table(
                 ["torch", "package", "op", "case", "impl", "device", "why flagged"],
                 [
-                    [f["version"], f["package"], f["op"], f["case"], f["impl"], f["device"],
-                     f["reason"]]
+                    [f["version"], f["package"], f["op"], f["case"],
+                     impl_label(f["package"], f["case"], f["impl"]), f["device"], f["reason"]]
                     for f in flags
                 ],
             )
         )  # fmt: skip
-    for (package, op, device, dtype), cases in table.items():
+    for key, cases in table.items():
+        package, op, device, dtype = key
         out += ["", f"## {package}: {op} ({device}, {dtype})", ""]
+        if plots and key in plots:
+            out += [
+                f"Plot: [speedup against the goal lines, and times]({quote(plots[key])}).",
+                "",
+            ]
         rows = []
         for case, impls in cases.items():
             ours_name = next(
                 (name for name, per in impls.items() if any(m["ours"] for m in per.values())), None
             )
             for impl, per_version in impls.items():
-                row = [case, f"**{impl}**" if impl == ours_name else impl]
+                label = impl_label(package, case, impl)
+                row = [case, f"**{label}**" if impl == ours_name else label]
                 first = None
                 for version in versions:
                     m = per_version.get(version)
                     if m is None:
                         row.append("-")
                         continue
-                    cell = format_seconds(m["seconds"])
-                    if m.get("iqr") and m["seconds"]:
-                        cell += f" ±{100 * m['iqr'] / m['seconds'] / 2:.0f}%"
+                    cell = format_time(m)
                     if (version, package, op, case, impl, device, dtype) in flagged:
                         cell += " ⚠"
                     if first is None:
@@ -319,12 +463,7 @@ def render(runs: dict[str, dict]) -> str:
                         row.append("-")
                     else:
                         ours = impls.get(ours_name, {}).get(version) if ours_name else None
-                        peer = per_version.get(version)
-                        cell = fmt_ratio(speedup(ours, peer))
-                        interval = speedup_interval(ours, peer)
-                        if interval and interval[0] <= 1.0 <= interval[1]:
-                            cell += " (tie)"
-                        row.append(cell)
+                        row.append(fmt_speedup(ours, per_version.get(version)))
                 extras = per_version.get(versions[-1]) or next(iter(per_version.values()))
                 row.append(", ".join(f"{k} {v:.3g}" for k, v in extras["extra"].items()) or "")
                 rows.append(row)
@@ -478,13 +617,15 @@ def gpu_rows_section(path: Path, name: str | None = None) -> list[str]:
             out.append(f"- {package} did not measure {', '.join(map(_key, keys))}")
         cuda_goals = [g for g in data.get("goals", []) if g["device"] == "cuda"]
         runs = {data["torch"]: {**data, "measurements": measured, "goals": cuda_goals}}
-        judged = goal_rows(runs, group(runs))
-        not_measured = sorted({row[1] for row in judged if row[-1] == "not measured"})
-        judged = [row for row in judged if row[-1] != "not measured"]
+        judged = judge_goals(runs, group(runs))
+        not_measured = sorted({e["goal"] for e in judged if e["verdict"] == "not measured"})
+        judged = [e for e in judged if e["verdict"] != "not measured"]
         if judged:
             out += ["", markdown_table(
                 ["package", "goal", "case", "measured", "verdict"],
-                [[*row[:4], row[-1]] for row in judged],
+                [[e["package"], e["goal"], e["cases"][0],
+                  fmt_range(*e["per_version"][0][:2]),
+                  fmt_verdict(e["verdict"])] for e in judged],
             )]  # fmt: skip
         if not_measured:
             out += ["", "CUDA goals this run did not measure: " + "; ".join(not_measured) + "."]
@@ -496,7 +637,7 @@ def gpu_rows_section(path: Path, name: str | None = None) -> list[str]:
 
 
 def _gpu_rows(measured: list[dict]) -> list[list[str]]:
-    """One row per measurement: time ± half its IQR, and peer's time over ours (bold)."""
+    """One row per measurement: time with its IQR, and peer's time over ours (bold)."""
     ours_of: dict[tuple, dict] = {}
     for m in measured:
         key = (m["package"], m["op"], m["case"], m["dtype"])
@@ -505,18 +646,10 @@ def _gpu_rows(measured: list[dict]) -> list[list[str]]:
     table = []
     for m in measured:
         ours = ours_of.get((m["package"], m["op"], m["case"], m["dtype"]))
-        time = format_seconds(m["seconds"])
-        if m.get("iqr") and m["seconds"]:
-            time += f" ±{100 * m['iqr'] / m['seconds'] / 2:.0f}%"
-        if m is ours:
-            ratio = "-"
-        else:
-            ratio = fmt_ratio(speedup(ours, m))
-            interval = speedup_interval(ours, m)
-            if interval and interval[0] <= 1.0 <= interval[1]:
-                ratio += " (tie)"
-        impl = f"**{m['impl']}**" if m is ours else m["impl"]
-        table.append([m["package"], m["op"], m["case"], impl, time, ratio])
+        ratio = "-" if m is ours else fmt_speedup(ours, m)
+        label = impl_label(m["package"], m["case"], m["impl"])
+        impl = f"**{label}**" if m is ours else label
+        table.append([m["package"], m["op"], m["case"], impl, format_time(m), ratio])
     return table
 
 
@@ -572,9 +705,18 @@ def case_family(case: str) -> str:
     return " ".join(case.split()[1:])
 
 
-def plot(runs: dict[str, dict], out_dir: Path) -> list[Path] | None:
-    """One PNG per (package, op, device, dtype): time against size, a panel per torch version,
-    one line per implementation and case family. None where matplotlib is not installed."""
+def plot_name(key: tuple) -> str:
+    """The PNG of one (package, op, device, dtype) under plots/."""
+    parts = (part.replace(" ", "_").replace("/", "_").replace("+", "plus") for part in key)
+    return "-".join(parts) + ".png"
+
+
+def plot(runs: dict[str, dict], out_dir: Path) -> dict[tuple, Path] | None:
+    """One PNG per (package, op, device, dtype), a column per torch version: above, our
+    speedup over each peer against size, error bars its range within the IQRs, the goal
+    lines dashed in the peer's colour, ours the line at 1 (bold); below, the times, error
+    bars the IQR, ours bold. One line per implementation and case family. None where
+    matplotlib is not installed."""
     try:
         import matplotlib
     except ImportError:
@@ -582,67 +724,138 @@ def plot(runs: dict[str, dict], out_dir: Path) -> list[Path] | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+    from matplotlib.ticker import (
+        FixedLocator,
+        FuncFormatter,
+        LogLocator,
+        NullFormatter,
+        NullLocator,
+    )
 
     versions = list(runs)
-    written = []
-    series: dict[tuple, dict[str, dict[tuple[str, str], list[tuple[float, float]]]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
+    table = group(runs)
     labels: dict[str, str] = {}
-    for version, data in runs.items():
+    goals: list[dict] = []
+    for data in runs.values():
         labels.update(data.get("size_labels", {}))
-        for m in data["measurements"]:
-            key = (m["package"], m["op"], m["device"], m["dtype"])
-            line = (m["impl"], case_family(m["case"]))
-            series[key][version].setdefault(line, []).append((m["size"], m["seconds"]))
+        goals += [g for g in data.get("goals", []) if g not in goals]
+    written: dict[tuple, Path] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    for key, per_version in series.items():
-        fig, axes = plt.subplots(
-            1, len(versions), figsize=(6 * len(versions), 4.5), squeeze=False, sharey=True
+    for key, cases in table.items():
+        package, op, device, _ = key
+        impls = list(dict.fromkeys(impl for per_impl in cases.values() for impl in per_impl))
+        ours_name = next(
+            (
+                impl
+                for per_impl in cases.values()
+                for impl, per in per_impl.items()
+                if any(m["ours"] for m in per.values())
+            ),
+            None,
         )
-        sizes = sorted({x for lines in per_version.values() for p in lines.values() for x, _ in p})
-        # One colour per implementation, one line style (and marker) per case family.
-        impls = sorted({impl for lines in per_version.values() for impl, _ in lines})
-        families = sorted({family for lines in per_version.values() for _, family in lines})
-        colour = {impl: f"C{i % 10}" for i, impl in enumerate(impls)}
+        families = sorted({case_family(case) for case in cases})
+        colour = {impl: f"C{i % 10}" for i, impl in enumerate(i for i in impls if i != ours_name)}
+        colour[ours_name] = "black"
         style = {f: ("-", "--", ":", "-.")[i % 4] for i, f in enumerate(families)}
         marker = {f: "osd^v"[i % 5] for i, f in enumerate(families)}
-        for ax, version in zip(axes[0], versions, strict=True):
-            for (impl, family), points in sorted(per_version.get(version, {}).items()):
-                points.sort()
-                xs, ys = zip(*points, strict=True)
-                ax.plot(
-                    xs,
-                    ys,
-                    color=colour[impl],
-                    linestyle=style[family],
-                    marker=marker[family],
-                    label=f"{impl} ({family})" if family else impl,
-                )
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            # Ticks at the measured sizes only, written out: log axes over a decade or less
-            # otherwise print overlapping minor labels ("2x10^3 3x10^4x10^3").
-            ax.xaxis.set_major_locator(FixedLocator(sizes))
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.set_xticks(sizes, [f"{x:,.0f}" if x < 1e5 else f"{x:.3g}" for x in sizes])
-            ax.set_title(f"torch {version}")
-            ax.set_xlabel(labels.get(key[0], "size"))
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0][0].set_ylabel("seconds per call (median)")
-        axes[0][-1].legend(fontsize=7)
-        fig.suptitle(f"{key[0]}: {key[1]} ({key[2]}, {key[3]})")
-        fig.tight_layout()
-        name = (
-            "-".join(part.replace(" ", "_").replace("/", "_").replace("+", "plus") for part in key)
-            + ".png"
+        sizes = sorted(
+            {m["size"] for per in cases.values() for v in per.values() for m in v.values()}
         )
-        path = out_dir / name
-        fig.savefig(path, dpi=90)
+        fig, axes = plt.subplots(
+            2, len(versions), figsize=(6 * len(versions), 8.5), squeeze=False, sharex=True,
+            sharey="row",
+        )  # fmt: skip
+        for column, version in enumerate(versions):
+            top, bottom = axes[0][column], axes[1][column]
+            for impl in impls:
+                for family in families:
+                    points = []
+                    for case, per_impl in cases.items():
+                        m = per_impl.get(impl, {}).get(version)
+                        ours = per_impl.get(ours_name, {}).get(version)
+                        if m is None or case_family(case) != family:
+                            continue
+                        points.append((m["size"], case, m, ours))
+                    if not points:
+                        continue
+                    points.sort(key=lambda p: p[0])
+                    name = impl_label(package, points[0][1], impl)
+                    label = f"{name} ({family})" if family else name
+                    bold = impl == ours_name
+                    line = {
+                        "color": colour[impl], "linestyle": style[family],
+                        "marker": marker[family], "linewidth": 2.5 if bold else 1.2,
+                        "markersize": 7 if bold else 4, "capsize": 3,
+                    }  # fmt: skip
+                    xs = [p[0] for p in points]
+                    ys = [p[2]["seconds"] for p in points]
+                    half = [(spread(p[2]) or 0.0) / 2 for p in points]
+                    bottom.errorbar(xs, ys, yerr=half, label=label, **line)
+                    if bold:
+                        continue
+                    ratios, low_err, high_err = [], [], []
+                    for _, _, m, ours in points:
+                        value = speedup(ours, m)
+                        interval = speedup_interval(ours, m)
+                        if value is None or interval is None:
+                            value, interval = math.nan, (math.nan, math.nan)
+                        if math.isinf(interval[1]):  # no IQR: no bar
+                            interval = (value, value)
+                        ratios.append(value)
+                        low_err.append(max(0.0, value - interval[0]))
+                        high_err.append(max(0.0, interval[1] - value))
+                    top.errorbar(xs, ratios, yerr=[low_err, high_err], label=label, **line)
+            top.axhline(1.0, color="black", linewidth=2.5, label=f"{ours_name} (ours) = 1")
+            # A goal on every case is a dashed line; goals on some cases, a tick at each
+            # (one legend entry per peer and line).
+            ticks: dict[tuple[str, float], list[float]] = {}
+            for goal in goals:
+                if (goal["package"], goal["op"], goal["device"]) != (package, op, device):
+                    continue
+                if goal.get("metric") or goal["ours"] != ours_name or goal["peer"] not in colour:
+                    continue
+                if goal.get("case") is None:
+                    top.axhline(goal["min_speedup"], color=colour[goal["peer"]], linestyle="--",
+                                linewidth=1, label=f"goal: >= {goal['min_speedup']:.3g}x "
+                                f"{goal['peer']}")  # fmt: skip
+                    continue
+                ticks.setdefault((goal["peer"], goal["min_speedup"]), []).extend(
+                    m["size"]
+                    for case, per_impl in cases.items()
+                    if case == goal["case"]
+                    for m in per_impl.get(goal["peer"], {}).values()
+                )
+            for (peer, line), at in ticks.items():
+                if at:
+                    top.plot(sorted(set(at)), [line] * len(set(at)), linestyle="", marker="_",
+                             markersize=22, markeredgewidth=2, color=colour[peer],
+                             label=f"goal: >= {line:.3g}x {peer} (its cases)")  # fmt: skip
+            top.set_title(f"torch {version}")
+            for ax in (top, bottom):
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                # Ticks at the measured sizes only, written out: log axes over a decade or
+                # less otherwise print overlapping minor labels ("2x10^3 3x10^4x10^3").
+                ax.xaxis.set_major_locator(FixedLocator(sizes))
+                ax.xaxis.set_minor_locator(NullLocator())
+                ax.xaxis.set_minor_formatter(NullFormatter())
+                ax.set_xticks(sizes, [f"{x:,.0f}" if x < 1e5 else f"{x:.3g}" for x in sizes])
+                ax.grid(True, which="both", alpha=0.3)
+            # Speedups span a decade or two: ticks at 1, 2 and 5 of each, written "0.5x".
+            top.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            top.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:.3g}x"))
+            top.yaxis.set_minor_formatter(NullFormatter())
+            bottom.set_xlabel(labels.get(package, "size"))
+        axes[0][0].set_ylabel("speedup of ours (peer's time / ours)")
+        axes[1][0].set_ylabel("seconds per call (median; bars: IQR)")
+        axes[0][-1].legend(fontsize=7)
+        axes[1][-1].legend(fontsize=7)
+        fig.suptitle(f"{package}: {op} ({key[2]}, {key[3]})")
+        fig.tight_layout()
+        path = out_dir / plot_name(key)
+        fig.savefig(path, dpi=80)
         plt.close(fig)
-        written.append(path)
+        written[key] = path
     return written
 
 
@@ -656,6 +869,12 @@ def main() -> int:
     parser.add_argument("--output-dir", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument(
+        "--from-raw",
+        action="store_true",
+        help="re-render the report from the raw files under OUTPUT_DIR/raw (the last "
+        "published run's), timing nothing",
+    )
+    parser.add_argument(
         "--gpu-rows",
         nargs="+",
         type=Path,
@@ -668,24 +887,45 @@ def main() -> int:
             line for path in args.gpu_rows for line in gpu_rows_section(path)
         )]))  # fmt: skip
         return 0
+    source = None
+    if args.from_raw:
+        if args.raw:
+            parser.error("--from-raw reads OUTPUT_DIR/raw: name no raw files")
+        raw_dir = args.output_dir / "raw"
+        args.raw = sorted(raw_dir.glob("*.json"), key=_torch_version)
+        if not args.raw:
+            parser.error(f"--from-raw: no raw files in {raw_dir}")
+        source = str(raw_dir.relative_to(ROOT) if raw_dir.is_relative_to(ROOT) else raw_dir) + "/"
     if not args.raw:
-        parser.error("name the raw files to report (or --gpu-rows)")
+        parser.error("name the raw files to report (or --from-raw, or --gpu-rows)")
     runs = load(args.raw)
-    text = render(runs)
     args.output_dir.mkdir(parents=True, exist_ok=True)
+    written = None if args.no_plots else plot(runs, args.output_dir / "plots")
+    links = {
+        key: path.relative_to(args.output_dir).as_posix() for key, path in (written or {}).items()
+    }
+    text = render(runs, plots=links, source=source)
     (args.output_dir / "report.md").write_text(text)
     (args.output_dir / "results.json").write_text(
         json.dumps({"versions": runs, "flags": sanity_flags(runs)}, indent=1) + "\n"
     )
     print(text)
-    if not args.no_plots:
-        written = plot(runs, args.output_dir / "plots")
-        if written is None:
-            print("plots: skipped, matplotlib is not installed (pip install matplotlib)")
-        for path in written or []:
-            print(f"plot: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    if not args.no_plots and written is None:
+        print("plots: skipped, matplotlib is not installed (pip install matplotlib)")
+    for path in (written or {}).values():
+        print(f"plot: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     print(f"report: {args.output_dir / 'report.md'}")
     return 0
+
+
+def _torch_version(path: Path):
+    """Raw files in torch-version order (torch-2.9.0 before torch-2.13.0)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(path.stem.removeprefix("torch-")), path.name)
+    except InvalidVersion:
+        return (1, Version("0"), path.name)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ def measurement(impl: str, case: str, size: float, seconds: float, *, ours: bool
         "iqr": 0.0,
         "runs": 100,
         "extra": {"GB/s": 1.0},
+        "samples": 100,  # the per-call times the IQR is over (0.0 here: a quiet machine)
     }
 
 
@@ -110,8 +111,8 @@ def test_versions_side_by_side_with_speedups_and_regression_marks(raw_files):
     header = next(line for line in text.splitlines() if line.startswith("| case | impl |"))
     assert "time 1.0.0 | time 1.1.0 | speedup 1.0.0 | speedup 1.1.0" in header
     small = {row[1]: row for row in rows_of(text, "n=10")}
-    assert small["**toy**"][2:] == ["1 us", "1.05 us", "-", "-", "GB/s 1"]
-    assert small["eager"][2:6] == ["2 us", "3 us ▲", "2.00x", "2.86x"]
+    assert small["**toy**"][2:] == ["1 us IQR 0.0%", "1.05 us IQR 0.0%", "-", "-", "GB/s 1"]
+    assert small["eager"][2:6] == ["2 us IQR 0.0%", "3 us IQR 0.0% ▲", "2.00x", "2.86x"]
     large = {row[1]: row for row in rows_of(text, "n=1000")}
     assert large["eager"][4:6] == ["1.20x", "1.60x"]
     assert "▲" in large["eager"][3]
@@ -122,28 +123,26 @@ def test_goals_are_judged_on_every_version(raw_files):
     goals = [row for row in rows_of(text, "toy") if ">=" in row[1]]
     by_goal = {(row[1], row[2]): row[3:] for row in goals}
     # 1.5x everywhere: met at n=1000 only under 1.1.0 (1.20x, 1.60x), so missed there.
-    # The column before the verdict counts the versions that met it.
+    # Each version's cell keeps its own verdict beside the speedup (no IQR range: 0.0 here).
     assert by_goal[("axpy cpu: toy >= 1.5x eager", "n=10 (float32)")] == [
-        "2.00x",
-        "2.86x",
-        "2 of 2",
+        "2.00x met",
+        "2.86x met",
         "met",
     ]
     assert by_goal[("axpy cpu: toy >= 1.5x eager", "n=1000 (float32)")] == [
-        "1.20x",
-        "1.60x",
-        "1 of 2",
+        "1.20x **missed**",
+        "1.60x met",
         "**missed**",
     ]
     # A goal tied to one case, printed with three significant digits.
     assert by_goal[("axpy cpu: toy >= 0.909x eager", "n=10 (float32)")][-1] == "met"
-    # A goal on a device that did not run.
-    assert by_goal[("axpy cuda: toy >= 5x eager", "-")] == [
+    # A goal on a device that did not run: its cases on one line.
+    assert by_goal[("axpy cuda: toy >= 5x eager", "every case")] == [
         "not run",
         "not run",
-        "-",
         "not measured",
     ]
+    assert report.VERDICT_RULE in text
 
 
 def test_a_tie_goal_says_tie():
@@ -151,7 +150,7 @@ def test_a_tie_goal_says_tie():
     runs = _one_run([_m("toy", 1.01e-6, ours=True), _m("eager", 1e-6)], goals=[goal])
     row = next(r for r in rows_of(report.render(runs), "toy") if "ties" in r[1])
     assert row[1] == "axpy cpu: toy ties eager (>= 0.97x)"
-    assert row[-2:] == ["1 of 1", "met"]
+    assert row[-2:] == ["0.99x met", "met"]
 
 
 def test_machine_builds_and_notes_are_reported(raw_files):
@@ -255,19 +254,21 @@ def test_sanity_checks_flag_what_cannot_be_right():
         ("axpy", "copy into a fresh output (floor)"): (
             "floor 2 us slower than toy 1 us, which it bounds"
         ),
-        ("axpy", "eager"): "spread 25% of the median",
+        ("axpy", "eager"): "IQR 25% of the median",
     }
     text = report.render(runs)
-    assert "**Sanity checks: 3 of 7 rows flagged** (⚠ below)" in text
-    assert "| 1.0.0 | toy | axpy | n=10 | eager | cpu | spread 25% of the median |" in text
+    # Times, not rows, are counted: a row is timed once per torch version.
+    assert "**Sanity checks: 3 of 7 times flagged** (7 rows × 1 torch version; 3 flags" in text
+    assert "| 1.0.0 | toy | axpy | n=10 | eager | cpu | IQR 25% of the median |" in text
     eager = next(row for row in rows_of(text, "n=10") if row[1] == "eager")
-    assert eager[2] == "4 us ±12% ⚠"
+    # The cell prints the very figure its flag judges: the whole IQR, not half of it.
+    assert eager[2] == "4 us IQR 25% ⚠"
 
 
 def test_a_clean_run_says_nothing_was_flagged():
     runs = _one_run([_m("toy", 1e-6, ours=True, iqr=1e-8), _m("eager", 2e-6, iqr=2e-8)])
     assert report.sanity_flags(runs) == []
-    assert "**Sanity checks: 0 of 2 rows flagged**" in report.render(runs)
+    assert "**Sanity checks: 0 of 2 times flagged**" in report.render(runs)
 
 
 @pytest.mark.parametrize(
@@ -552,7 +553,7 @@ def _gpu_rows_file(path: Path, *, complete: bool) -> None:
         for impl, seconds in zip(("add_ext", "torch.add", "device copy"), times, strict=True):
             sink.write("measurement", package="add_ext", op="add", case=case, size=1e7,
                        impl=impl, ours=impl == "add_ext", device="cuda", dtype="float32",
-                       seconds=seconds, iqr=0.0, runs=100, extra={})  # fmt: skip
+                       seconds=seconds, iqr=0.0, runs=100, extra={}, samples=100)  # fmt: skip
     sink.write("package", package="lltm_cuda", goals=[], headline=[["lltm forward+backward",
                TUTORIAL, "cuda"]])  # fmt: skip
     sink.write("failure", package="lltm_cuda", error="RuntimeError: no kernel image")
@@ -584,8 +585,8 @@ def test_the_gpu_section_shows_a_rows_file_with_machine_date_and_verdicts(tmp_pa
     goals = {row[2]: row[3:] for row in rows_of(text, "add_ext") if ">=" in row[1]}
     assert goals == {"n=1e+07 (float32)": ["0.95x", "met"],
                      "n=1e+08 (float32)": ["0.75x", "**missed**"]}  # fmt: skip
-    assert "| add_ext | add | n=1e+07 | **add_ext** | 40 us | - |" in text
-    assert "| add_ext | add | n=1e+07 | torch.add | 42 us | 1.05x |" in text
+    assert "| add_ext | add | n=1e+07 | **add_ext** | 40 us IQR 0.0% | - |" in text
+    assert "| add_ext | add | n=1e+07 | torch.add | 42 us IQR 0.0% | 1.05x |" in text
 
 
 def test_the_gpu_section_of_a_run_cut_short(tmp_path, monkeypatch, capsys):
@@ -600,5 +601,148 @@ def test_the_gpu_section_of_a_run_cut_short(tmp_path, monkeypatch, capsys):
         "warp_perspective not measured: warp_perspective bilinear B=8 C=3 256x256 (cuda), "
         "warp_perspective bilinear B=8 C=3 1080p (cuda); not reached: gc_cpp."
     ) in out
-    assert "| add_ext | add | n=1e+08 | device copy | 300 us | 0.75x |" in out
+    assert "| add_ext | add | n=1e+08 | device copy | 300 us IQR 0.0% | 0.75x |" in out
     assert not list(tmp_path.glob("*.md"))  # printed only
+
+
+# Issue 47, goal 5: one spread, computed across rounds and printed on every time; labels that
+# name what ran; not-run goals on one line; the rule that combines torch versions.
+
+
+def test_the_spread_of_a_slow_row_is_computed_across_its_rounds(monkeypatch):
+    # A slow row, as kornia's at 1080p: one or two blocks a round, too few for quartiles in
+    # any one round; pooled over the three rounds they give an IQR.
+    blocks = iter([(0.50, 1, [0.50]), (0.40, 2, [0.38, 0.42]), (0.45, 1, [0.45])])
+    monkeypatch.setattr(Context, "_blocks", lambda self, fn, warmup: next(blocks))
+    ctx = Context(rounds=3)
+    m = ctx.compare(op="warp", case="1080p", size=1.0, device="cpu", dtype="float32",
+                    impls={"kornia": lambda: None}, ours="kornia")["kornia"]  # fmt: skip
+    assert m.seconds == 0.45  # the median round's
+    assert m.samples == 4 and m.runs == 4
+    assert m.iqr == pytest.approx(0.4625 - 0.41)  # quartiles of 0.38, 0.42, 0.45, 0.50
+    row = {**m.to_json(), "package": "toy"}
+    runs = _one_run([row])
+    cell = rows_of(report.render(runs), "1080p")[0][2]
+    assert cell == "450 ms IQR 12% (n=4) ⚠"
+    # Three per-call times in all: no IQR, and the cell and the checks say so.
+    blocks = iter([(0.50, 1, [0.50]), (0.40, 1, [0.40]), (0.45, 1, [0.45])])
+    m = ctx.compare(op="warp", case="1080p", size=1.0, device="cpu", dtype="float32",
+                    impls={"kornia": lambda: None}, ours="kornia")["kornia"]  # fmt: skip
+    assert (m.samples, m.iqr) == (3, 0.0)
+    runs = _one_run([{**m.to_json(), "package": "toy"}])
+    assert rows_of(report.render(runs), "1080p")[0][2] == "450 ms IQR n/a (n=3) ⚠"
+    assert [f["reason"] for f in report.sanity_flags(runs)] == [
+        "no IQR: fewer than 4 per-call times"
+    ]
+
+
+def test_a_time_without_an_iqr_says_so_and_leaves_its_goal_inconclusive():
+    # A raw file from before the rounds were pooled (no "samples"): its one-block round
+    # recorded an IQR of 0.0, which is no spread at all, not a perfectly quiet time.
+    old = {k: v for k, v in _m("eager", 10e-6).items() if k != "samples"}
+    runs = _one_run([_m("toy", 1e-6, ours=True), old], goals=[{**GOALS[0], "min_speedup": 2.0}])
+    text = report.render(runs)
+    eager = next(row for row in rows_of(text, "n=10") if row[1] == "eager")
+    assert eager[2] == "10 us IQR n/a ⚠"
+    assert eager[3] == "10.00x"  # not called a tie: nothing bounds it
+    goal = next(row for row in rows_of(text, "toy") if ">=" in row[1])
+    assert goal[-2:] == ["10.00x no IQR inconclusive", "inconclusive"]
+    assert "hold the IQR of each time's median round alone" in text
+
+
+def test_gc_cpps_eager_label_names_the_association_each_shape_runs():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    eager = "eager a@(x@w)+b"
+    assert report.impl_label("gc_cpp", "N=1024 512->64", eager) == "eager a@(x@w)+b"
+    assert report.impl_label("gc_cpp", "N=1024 64->512", eager) == "eager (a@x)@w+b"
+    assert report.impl_label("gc_cpp", "N=1024 64->512", "eager addmm") == "eager addmm"
+    assert report.impl_label("toy", "N=1024 64->512", eager) == eager
+    # The label is what the bench runs: count the FLOPs of its eager baseline per shape.
+    module = bench_module("gc_cpp")
+    assert eager == module.EAGER
+    n = 64
+    for f_in, f_out in module.SHAPES:
+        a, x, w, b = (
+            torch.rand(n, n),
+            torch.rand(n, f_in),
+            torch.rand(f_in, f_out),
+            torch.rand(f_out),
+        )
+        with FlopCounterMode(display=False) as counter:
+            module._eager(a, x, w, b)
+        right_first = 2 * n * f_in * f_out + 2 * n * n * f_out  # a @ (x @ w)
+        left_first = 2 * n * n * f_in + 2 * n * f_in * f_out  # (a @ x) @ w
+        label = report.impl_label("gc_cpp", f"N={n} {f_in}->{f_out}", module.EAGER)
+        ran = right_first if label == "eager a@(x@w)+b" else left_first
+        assert counter.get_total_flops() == ran, (f_in, f_out, label)
+    # And the report prints it per shape.
+    rows = [
+        {**_m(eager, 1e-3), "package": "gc_cpp", "case": case}
+        for case in ("N=8 512->64", "N=8 64->512")
+    ]
+    text = report.render(_one_run(rows))
+    assert "| N=8 512->64 | eager a@(x@w)+b |" in text
+    assert "| N=8 64->512 | eager (a@x)@w+b |" in text
+
+
+def test_goals_not_run_collapse_to_one_line_per_goal():
+    cuda_ties = [
+        {**GOALS[2], "min_speedup": 0.97, "tie": True, "case": case}
+        for case in ("N=1024 512->64", "N=4096 512->64", "N=4096 64->512")
+    ]
+    runs = _one_run([_m("toy", 1e-6, ours=True), _m("eager", 2e-6)], goals=cuda_ties)
+    rows = [row for row in rows_of(report.render(runs), "toy") if "ties" in row[1]]
+    assert rows == [
+        ["toy", "axpy cuda: toy ties eager (>= 0.97x)",
+         "N=1024 512->64, N=4096 512->64, N=4096 64->512", "not run", "not measured"],
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "combined"),
+    [
+        (["met", "met", "met"], "met"),
+        (["met", "inconclusive", "met"], "inconclusive"),
+        (["inconclusive", "missed", "met"], "missed"),
+        (["met", None], "met"),  # a version that did not run it does not count
+        ([None, None], "not measured"),
+    ],
+)
+def test_torch_versions_combine_into_one_verdict(verdicts, combined):
+    assert report.combine(verdicts) == combined
+
+
+def test_the_goal_table_keeps_each_versions_verdict(raw_files):
+    # 1.5x: n=1000 gives 1.20x under 1.0.0 (missed) and 1.60x under 1.1.0 (met); with an IQR
+    # that straddles the line under 1.1.0 only, that version is inconclusive.
+    runs = report.load(raw_files)
+    for m in runs["1.1.0"]["measurements"]:
+        if m["case"] == "n=1000":
+            m["iqr"] = 0.2 * m["seconds"]
+    row = next(
+        r for r in rows_of(report.render(runs), "toy") if r[1:3] == ["axpy cpu: toy >= 1.5x eager",
+                                                                     "n=1000 (float32)"]
+    )  # fmt: skip
+    assert row[3:] == ["1.20x **missed**", "1.60x [1.31, 1.96] inconclusive", "**missed**"]
+
+
+def test_from_raw_rerenders_the_published_run_with_linked_plots(raw_files, tmp_path, monkeypatch):
+    out = tmp_path / "results"
+    (out / "raw").mkdir(parents=True)
+    for path in raw_files:
+        (out / "raw" / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setattr(sys, "argv", ["report.py", "--from-raw", "--output-dir", str(out)])
+    assert report.main() == 0
+    text = (out / "report.md").read_text()
+    assert text.startswith(
+        "# Benchmark report\n\n**The numbers are those of the last published run**"
+    )
+    assert "- torch 1.0.0 (CUDA none): Test CPU" in text  # its machine and date line
+    assert list(json.loads((out / "results.json").read_text())["versions"]) == ["1.0.0", "1.1.0"]
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (
+            "Plot: [speedup against the goal lines, and times](plots/toy-axpy-cpu-float32.png)"
+            in text
+        )
+        assert (out / "plots" / "toy-axpy-cpu-float32.png").is_file()

@@ -26,6 +26,7 @@ import pytest
 import torch
 
 from shared_build.runtime import glibc_newer_than
+from shared_build.workspace.cpython import no_compiler_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,23 +45,6 @@ def run(
 AUDITWHEEL_ARGS = json.loads(os.environ.get("REPO_AUDITWHEEL") or "[]")
 # The unrepaired wheels nox -s release would ship from this run (shared_build.workspace.release.release_wheels).
 RELEASE_WHEELS = json.loads(os.environ.get("REPO_RELEASE_WHEELS") or "{}")
-# No compiler reachable: PATH holds the clean environment's bin folder and links to these
-# programs only (the tests read libraries with binutils), never gcc, g++, c++ or nvcc.
-NO_COMPILER = {"CC": "false", "CXX": "false", "CUDA_HOME": "/nonexistent", "CUDA_PATH": ""}
-TOOLS_WITHOUT_COMPILERS = ("nm", "c++filt", "readelf", "objdump", "ldd", "bash", "sh", "false")
-COMPILERS = ("gcc", "g++", "c++", "cc", "clang", "clang++", "nvcc")
-
-
-def _no_compiler_path(clean_env: Path, folder: Path) -> str:
-    folder.mkdir()
-    for tool in TOOLS_WITHOUT_COMPILERS:
-        found = shutil.which(tool)
-        if found:
-            (folder / tool).symlink_to(found)
-    path = f"{clean_env.parent}{os.pathsep}{folder}"
-    reachable = [c for c in COMPILERS if shutil.which(c, path=path)]
-    assert not reachable, f"compilers reachable on the test's PATH: {reachable}"
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -232,8 +216,9 @@ def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
     CXX=false): every package installs, imports and passes its own tests, run from its sdist
     (the non-slow ones: the slow ones build programs)."""
     names = sorted(RELEASE_WHEELS)
-    path = _no_compiler_path(clean_env, tmp_path / "bin")
-    env = {"PATH": path, "HOME": os.environ.get("HOME", "/tmp"), **NO_COMPILER}
+    # PATH: the clean environment's bin folder and binutils (the tests read libraries), no
+    # compiler; CC, CXX and CUDA point nowhere (the same as nox -s wheels_cpython).
+    env = no_compiler_env(clean_env.parent, tmp_path / "bin")
     test_requires = sorted(
         {
             r

@@ -27,7 +27,7 @@ JOBS = {
 }
 # The one session the workflow adds to .ci/run's: the wheelhouse as an artifact (.ci/run's
 # packaging tests build the same wheels and install them, but keep none).
-WORKFLOW_ONLY = {"release"}
+WORKFLOW_ONLY = {"release", "wheels_cpython"}
 NOX = re.compile(r"python3 -m nox -s (\S+)")
 
 

@@ -5,7 +5,6 @@ the interpreter is there."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -21,6 +20,9 @@ from packaging import tags
 from shared_build.workspace import cpython
 from shared_build.workspace.repo import Repo
 from shared_build.workspace.reports import junit_counts
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_workspace import FakeSession  # the machinery's fake nox session
 
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "linux_x86_64"]
 ABI3 = "gc_cpp-0.1.0-cp310-abi3-manylinux_2_28_x86_64.whl"
@@ -175,26 +177,6 @@ def test_the_trixie_source_line_is_deb_src_only():
     assert fields["Types"] == "deb-src"
     assert fields["Suites"] == "trixie"
     assert cpython.TRIXIE_SOURCES_FILE.parent == Path("/etc/apt/sources.list.d")
-
-
-class FakeSession:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ...]] = []
-        self.logs: list[str] = []
-
-    def run(self, *args: str, **kwargs) -> str:
-        self.calls.append(args)
-        return ""
-
-    def log(self, message: str) -> None:
-        self.logs.append(message)
-
-    def error(self, message: str) -> None:
-        raise RuntimeError(message)
-
-    @contextlib.contextmanager
-    def chdir(self, path: Path):
-        yield
 
 
 def test_a_built_interpreter_is_not_built_again(tmp_path):

@@ -85,13 +85,14 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 
 def csrc_dirs(root: Path) -> list[tuple[Path, Path]]:
     """(csrc folder, its schema file): the package's, and its common folder's where it has
-    one (lltm_common/csrc/lltm.cpp holds the LLTM packages' schemas)."""
+    one (lltm_common/csrc/lltm.h holds the LLTM's schemas, which each LLTM package's
+    TORCH_LIBRARY block defines)."""
     dirs = [(root / "csrc", root / "csrc" / f"{root.name}.cpp")]
     shared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["shared_build"]
     if "common" in shared:
         common = (root / shared["common"]).resolve()
         stem = common.name.removesuffix("_common")
-        dirs.append((common / "csrc", common / "csrc" / f"{stem}.cpp"))
+        dirs.append((common / "csrc", common / "csrc" / f"{stem}.h"))
     return dirs
 
 
@@ -109,8 +110,7 @@ def kernel_names(root: Path) -> set[str]:
 
 @pytest.mark.parametrize("root", PACKAGE_DIRS, ids=lambda p: p.name)
 def test_kernels_sit_in_the_slot_of_their_dispatch_key(root: Path):
-    """The schemas (TORCH_LIBRARY) in the schema file, with the Meta kernels and kernels
-    registered under a key spelled through a macro (lltm_common's device); a CPU, CUDA,
+    """The schemas (TORCH_LIBRARY) in the schema file, with the Meta kernels; a CPU, CUDA,
     Autograd or CompositeExplicitAutograd kernel in csrc/<cpu|cuda|autograd|composite>/
     <op>_kernel.cpp|.cu (composite ones may also sit beside the schemas); every
     *_kernel file of those folders named after an op of the library (or lltm)."""
@@ -137,8 +137,6 @@ def test_kernels_sit_in_the_slot_of_their_dispatch_key(root: Path):
                 folder, suffix = KERNEL_FOLDERS.get(key, (None, None))
                 if path == schema_file and key in ("Meta", "CompositeExplicitAutograd"):
                     continue
-                if path == schema_file and folder is None:
-                    continue  # a macro key: the file is compiled for each device
                 if not (
                     relative.parts[:-1] == (folder,)
                     and path.suffix == suffix
@@ -152,7 +150,8 @@ def test_kernels_sit_in_the_slot_of_their_dispatch_key(root: Path):
 _IMPL_BLOCK = re.compile(
     r"\b(?:STABLE_)?TORCH_LIBRARY_IMPL\(\s*\w+\s*,\s*(\w+)\s*,\s*\w+\s*\)\s*\{(.*?)\n\}", re.S
 )
-_REGISTERED = re.compile(r'\.impl\(\s*"(\w+)"\s*,\s*(?:TORCH_BOX\(\s*)?&\s*(?:\w+::)*(\w+)')
+# A function's address (&f, &ns::f<T>) or a constant holding one (ns::f_meta<T>).
+_REGISTERED = re.compile(r'\.impl\(\s*"(\w+)"\s*,\s*(?:TORCH_BOX\(\s*)?(?:&\s*)?(?:\w+::)*(\w+)')
 _SUFFIX = {"Meta": "_meta", "Autograd": "_autograd"}
 
 
@@ -161,7 +160,8 @@ def test_kernels_are_named_after_their_op(root: Path):
     """torchvision's scheme (README, slots): the function registered for op <op> (leading
     underscores dropped) is <op>_meta for Meta, <op>_autograd for Autograd, <op>_kernel for
     every other key, so one op has one name in every backend. Checked in each package's own
-    csrc/ (lltm_common registers the LLTM's kernels through macros, outside it)."""
+    csrc/, where every package registers its kernels (the LLTM's are templates of
+    lltm_common/csrc/lltm.h)."""
     wrong = []
     for path in sorted((root / "csrc").rglob("*")):
         if path.suffix not in (".cpp", ".cu"):

@@ -8,7 +8,7 @@
 #include <c10/macros/Macros.h>
 #include <lltm.h>
 
-namespace LLTM_NS {
+namespace lltm {
 
 // Where one step's tensors are, for the pointwise passes: contiguous,
 // gate_weights and d_gates (batch, 3 * state) [input | output | candidate],
@@ -126,4 +126,4 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE BackwardElement<T> backward_element(
            d_cell * i * d_c_dz}};
 }
 
-}  // namespace LLTM_NS
+}  // namespace lltm

@@ -524,7 +524,7 @@ def lltm_ops(package: types.ModuleType, device: str) -> list[OpTest]:
         skip=memory,
         **common,
     )
-    # Internal: the pass of backward (pointwise_impl, lltm.cpp) that forward's autograd calls
+    # Internal: the pass of backward (pointwise_impl, lltm.h) that forward's autograd calls
     # before its GEMMs; no user's module calls it (no TorchScript check).
     pointwise = OpTest(
         name=f"{name}._backward_pointwise",

@@ -46,8 +46,13 @@ def test_backward_same_bits_for_any_thread_count(dtype):
 
 @pytest.mark.parametrize("op", ["forward", "backward", "_backward_pointwise"])
 def test_every_op_has_its_kernels(op):
-    for key in ("CPU", "Meta", "Autograd", "CUDA"):
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"lltm_cpu::{op}", key), key
+    """The CPU kernels next to the Meta and Autograd ones, and the
+    refusal (CompositeExplicitAutograd) that every other device type reaches."""
+    name = f"lltm_cpu::{op}"
+    for key in ("CPU", "Meta", "Autograd", "CompositeExplicitAutograd"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(name, key), key
+    for key in ("CUDA", "MPS"):
+        assert torch._C._dispatch_has_computed_kernel_for_dispatch_key(name, key), key
 
 
 @pytest.mark.cuda

@@ -44,10 +44,13 @@ def test_fake_kernels_refuse_cpu_tensors_too():
 
 @pytest.mark.parametrize("op", ["forward", "backward", "_backward_pointwise"])
 def test_every_op_has_its_kernels(op):
-    """The CUDA kernels are registered even where no GPU can run them, next to the Meta,
-    Autograd and CPU (refusal) ones."""
-    for key in ("CUDA", "Meta", "Autograd", "CPU"):
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"lltm_cuda::{op}", key), key
+    """The CUDA kernels, registered even where no GPU can run them, next to the Meta and
+    Autograd ones, and the refusal (CompositeExplicitAutograd) every other device reaches."""
+    name = f"lltm_cuda::{op}"
+    for key in ("CUDA", "Meta", "Autograd", "CompositeExplicitAutograd"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(name, key), key
+    for key in ("CPU", "MPS"):
+        assert torch._C._dispatch_has_computed_kernel_for_dispatch_key(name, key), key
 
 
 def test_meta_shapes():

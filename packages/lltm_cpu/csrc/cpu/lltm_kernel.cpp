@@ -1,7 +1,7 @@
 // The CPU part of the LLTM ops (lltm_common/csrc/lltm.h): the pointwise work
 // of forward and backward in one fused, vectorized pass per direction, parallel
 // over the batch. The GEMMs around it run through ATen (MKL here), in
-// lltm_common/csrc/lltm.cpp.
+// lltm_common/csrc/lltm.h, whose kernels this file registers.
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -13,6 +13,7 @@
 #include <lltm.h>
 #include <lltm_pointwise.h>
 #include <shared_build/cpu_dispatch.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -20,8 +21,19 @@
 #include <vector>
 
 #include "cpu/vec_math.h"
+#include "lltm_cpu.h"
 
 namespace lltm_cpu {
+
+using lltm::backward_data;
+using lltm::backward_element;
+using lltm::BackwardData;
+using lltm::forward_data;
+using lltm::forward_element;
+using lltm::ForwardData;
+using lltm::Gates;
+using lltm::Step;
+
 namespace {
 
 // Rows of the batch per task: enough elements that a task outweighs waking a
@@ -215,7 +227,7 @@ LLTM_DEFINE_BACKWARD_ROWS(c10::Half)
 
 }  // namespace
 
-void forward_pointwise(const Step& step) {
+void Cpu::forward_pointwise(const Step& step) {
   const int64_t batch = step.old_cell.size(0);
   const int64_t state = step.old_cell.size(1);
   AT_DISPATCH_FLOATING_TYPES_AND2(
@@ -232,7 +244,7 @@ void forward_pointwise(const Step& step) {
       });
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Cpu::backward_pointwise(
     const Step& step) {
   const int64_t batch = step.grad_h.size(0);
   const int64_t state = step.grad_h.size(1);
@@ -275,3 +287,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
 }
 
 }  // namespace lltm_cpu
+
+TORCH_LIBRARY_IMPL(lltm_cpu, CPU, m) {
+  using lltm_cpu::Cpu;
+  m.impl("forward", &lltm::forward_kernel<Cpu>);
+  m.impl("backward", &lltm::backward_kernel<Cpu>);
+  m.impl("_backward_pointwise", &lltm::backward_pointwise_kernel<Cpu>);
+}

@@ -1,7 +1,7 @@
 // The CUDA part of the LLTM ops (lltm_common/csrc/lltm.h): the pointwise work
 // of forward and backward in one fused kernel per direction, on the current
 // stream. The GEMMs around it run through ATen (cuBLAS), in
-// lltm_common/csrc/lltm.cpp.
+// lltm_common/csrc/lltm.h, whose kernels this file registers.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
@@ -12,12 +12,25 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <lltm.h>
 #include <lltm_pointwise.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <tuple>
 
+#include "lltm_cuda.h"
+
 namespace lltm_cuda {
+
+using lltm::backward_data;
+using lltm::backward_element;
+using lltm::BackwardData;
+using lltm::forward_data;
+using lltm::forward_element;
+using lltm::ForwardData;
+using lltm::Gates;
+using lltm::Step;
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -122,7 +135,7 @@ unsigned blocks_for(int64_t n) {
 
 }  // namespace
 
-void forward_pointwise(const Step& step) {
+void Cuda::forward_pointwise(const Step& step) {
   const c10::cuda::CUDAGuard guard(step.old_cell.device());
   const int64_t state = step.old_cell.size(1);
   const int64_t n = step.old_cell.numel();
@@ -139,7 +152,7 @@ void forward_pointwise(const Step& step) {
       });
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Cuda::backward_pointwise(
     const Step& step) {
   const c10::cuda::CUDAGuard guard(step.grad_h.device());
   const int64_t batch = step.grad_h.size(0);
@@ -169,3 +182,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_pointwise(
 }
 
 }  // namespace lltm_cuda
+
+TORCH_LIBRARY_IMPL(lltm_cuda, CUDA, m) {
+  using lltm_cuda::Cuda;
+  m.impl("forward", &lltm::forward_kernel<Cuda>);
+  m.impl("backward", &lltm::backward_kernel<Cuda>);
+  m.impl("_backward_pointwise", &lltm::backward_pointwise_kernel<Cuda>);
+}

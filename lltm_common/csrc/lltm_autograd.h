@@ -1,6 +1,9 @@
 // Autograd of the LLTM ops, in C++ so that a call never enters Python
 // (torch.library.register_autograd would route every call through a Python
-// function; the package README has the measured cost).
+// function; the package README has the measured cost): the kernels each package
+// registers under Autograd, templates over its Device as in lltm.h.
+#pragma once
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
@@ -16,17 +19,10 @@
 
 #include "lltm.h"
 
-namespace LLTM_NS {
-namespace {
+namespace lltm {
 
-using at::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-using ForwardResult =
-    std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>;
-using BackwardResult = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>;
-using PointwiseResult = std::tuple<Tensor, Tensor, Tensor>;
 
 // The op's typed handle: Result(const Tensor&, ...), one Tensor per argument.
 template <typename Result, size_t... I>
@@ -36,35 +32,39 @@ auto typed_op(const char* name, std::index_sequence<I...> /*arguments*/) {
       .typed<Result(std::enable_if_t<I >= 0, const Tensor&>...)>();
 }
 
+template <typename Device>
 const auto& forward_op() {
-  static const auto op = typed_op<ForwardResult>(LLTM_NAME "::forward",
-                                                 std::make_index_sequence<5>());
+  static const auto op = typed_op<ForwardResult>(
+      schema_name<Device, Op::kForward>(), std::make_index_sequence<5>());
   return op;
 }
 
+template <typename Device>
 const auto& backward_op() {
   static const auto op = typed_op<BackwardResult>(
-      LLTM_NAME "::backward", std::make_index_sequence<9>());
+      schema_name<Device, Op::kBackward>(), std::make_index_sequence<9>());
   return op;
 }
 
+template <typename Device>
 const auto& pointwise_op() {
-  static const auto op = typed_op<PointwiseResult>(
-      LLTM_NAME "::_backward_pointwise", std::make_index_sequence<7>());
+  static const auto op =
+      typed_op<PointwiseResult>(schema_name<Device, Op::kBackwardPointwise>(),
+                                std::make_index_sequence<7>());
   return op;
 }
 
 // A call on a device type this package has no kernels for (a CUDA tensor given
 // to lltm_cpu) goes to that device type's kernel, which checks the arguments
-// and names the package to use (lltm.cpp). It goes there from here too,
+// and names the package to use (lltm.h). It goes there from here too,
 // because the autograd kernels are the last to see a FakeTensor's device: the
 // Meta kernels below them see meta tensors.
-template <typename TypedOp, typename... Args>
+template <typename Device, typename TypedOp, typename... Args>
 void refuse_other_device(const TypedOp& op,
                          const Tensor& first,
                          const Args&... rest) {
   const c10::Device device = first.device();
-  if (device.type() != kDeviceType && !device.is_meta()) {
+  if (device.type() != Device::kDeviceType && !device.is_meta()) {
     op.redispatch(c10::DispatchKeySet(c10::computeDispatchKey(
                       std::nullopt, std::nullopt, device)),
                   first,
@@ -88,7 +88,8 @@ Result to_tuple(const variable_list& out,
 // marked non-differentiable. Its backward runs the fused pointwise op and then
 // only the GEMMs whose gradients are needed: in training, input rarely needs a
 // gradient, and old_h does not at the first step.
-class LltmFunction : public torch::autograd::Function<LltmFunction> {
+template <typename Device>
+class LltmFunction : public torch::autograd::Function<LltmFunction<Device>> {
  public:
   static variable_list forward(AutogradContext* ctx,
                                const Tensor& input,
@@ -98,7 +99,7 @@ class LltmFunction : public torch::autograd::Function<LltmFunction> {
                                const Tensor& old_cell) {
     auto [new_h, new_cell, input_gate, output_gate, candidate, X, gates] =
         shared_build::call_below_autograd(
-            forward_op(), input, weights, bias, old_h, old_cell);
+            forward_op<Device>(), input, weights, bias, old_h, old_cell);
     ctx->save_for_backward(
         {new_cell, input_gate, output_gate, candidate, X, gates, weights});
     ctx->mark_non_differentiable(
@@ -136,20 +137,20 @@ class LltmFunction : public torch::autograd::Function<LltmFunction> {
       // it raises (the GEMMs below would be differentiated as if the saved
       // activations were constants: a silent wrong answer).
       auto [d_old_h, d_input, d_weights, d_bias, d_old_cell] =
-          backward_op().call(grad_h,
-                             grad_cell,
-                             new_cell,
-                             input_gate,
-                             output_gate,
-                             candidate,
-                             X,
-                             gates,
-                             weights);
+          backward_op<Device>().call(grad_h,
+                                     grad_cell,
+                                     new_cell,
+                                     input_gate,
+                                     output_gate,
+                                     candidate,
+                                     X,
+                                     gates,
+                                     weights);
       return {d_input, d_weights, d_bias, d_old_h, d_old_cell};
     }
 
     auto [d_gates, d_bias, d_old_cell] =
-        shared_build::call_below_autograd(pointwise_op(),
+        shared_build::call_below_autograd(pointwise_op<Device>(),
                                           grad_h,
                                           grad_cell,
                                           new_cell,
@@ -188,7 +189,7 @@ class LltmFunction : public torch::autograd::Function<LltmFunction> {
 // The second derivative of the cell is not written: forward's saved
 // activations are non-differentiable, so it could not be assembled from them.
 // The error is raised only if a second backward actually reaches the node.
-[[noreturn]] void refuse_double_backward(const char* op) {
+[[noreturn]] inline void refuse_double_backward(const char* op) {
   TORCH_CHECK(false,
               op,
               " is differentiable once: double backward (gradients of the "
@@ -199,9 +200,9 @@ class LltmFunction : public torch::autograd::Function<LltmFunction> {
 // backward and _backward_pointwise are differentiable once: their results are
 // gradients, which a second backward would differentiate as if the saved
 // activations were constants, so it raises instead of returning a wrong zero.
-template <auto typed, const char* const* name>
+template <typename Device, Op op, auto typed>
 class OnceDifferentiable
-    : public torch::autograd::Function<OnceDifferentiable<typed, name>> {
+    : public torch::autograd::Function<OnceDifferentiable<Device, op, typed>> {
  public:
   template <typename... Args>
   static variable_list forward(AutogradContext* /*ctx*/, const Args&... args) {
@@ -213,12 +214,9 @@ class OnceDifferentiable
 
   static variable_list backward(AutogradContext* /*ctx*/,
                                 variable_list /*grads*/) {
-    refuse_double_backward(*name);
+    refuse_double_backward(op_name<Device, op>());
   }
 };
-
-constexpr const char* kBackwardName = LLTM_NAME ".backward";
-constexpr const char* kPointwiseName = LLTM_NAME "._backward_pointwise";
 
 // The Autograd kernel of op: arguments checked for their device, then the op's
 // kernel called directly when there is nothing for autograd to record
@@ -226,9 +224,13 @@ constexpr const char* kPointwiseName = LLTM_NAME "._backward_pointwise";
 // variable lists and output wrappers only to drop them, about 20,000
 // instructions per call, a twentieth of a forward call at the tutorial's
 // shape), through Function otherwise.
-template <auto op, typename Function, typename Result, typename... Args>
+template <typename Device,
+          auto op,
+          typename Function,
+          typename Result,
+          typename... Args>
 Result autograd_kernel(const Args&... args) {
-  refuse_other_device(op(), args...);
+  refuse_other_device<Device>(op(), args...);
   if (!shared_build::autograd_needed(args...)) {
     return shared_build::call_below_autograd(op(), args...);
   }
@@ -238,30 +240,37 @@ Result autograd_kernel(const Args&... args) {
 }
 
 // autograd_kernel's instance for an op of `arguments` tensors.
-template <auto op, typename Function, typename Result, size_t... I>
+template <typename Device,
+          auto op,
+          typename Function,
+          typename Result,
+          size_t... I>
 constexpr auto autograd_kernel_of(std::index_sequence<I...> /*arguments*/) {
-  return &autograd_kernel<op,
+  return &autograd_kernel<Device,
+                          op,
                           Function,
                           Result,
                           std::enable_if_t<I >= 0, Tensor>...>;
 }
 
-using BackwardFunction = OnceDifferentiable<&backward_op, &kBackwardName>;
-using PointwiseFunction = OnceDifferentiable<&pointwise_op, &kPointwiseName>;
+// The kernels each package registers under Autograd.
+template <typename Device>
+constexpr auto forward_autograd =
+    autograd_kernel_of<Device,
+                       &forward_op<Device>,
+                       LltmFunction<Device>,
+                       ForwardResult>(std::make_index_sequence<5>());
+template <typename Device>
+constexpr auto backward_autograd = autograd_kernel_of<
+    Device,
+    &backward_op<Device>,
+    OnceDifferentiable<Device, Op::kBackward, &backward_op<Device>>,
+    BackwardResult>(std::make_index_sequence<9>());
+template <typename Device>
+constexpr auto backward_pointwise_autograd = autograd_kernel_of<
+    Device,
+    &pointwise_op<Device>,
+    OnceDifferentiable<Device, Op::kBackwardPointwise, &pointwise_op<Device>>,
+    PointwiseResult>(std::make_index_sequence<7>());
 
-}  // namespace
-
-}  // namespace LLTM_NS
-
-TORCH_LIBRARY_IMPL(LLTM_NS, Autograd, m) {
-  using namespace LLTM_NS;
-  m.impl("forward",
-         autograd_kernel_of<&forward_op, LltmFunction, ForwardResult>(
-             std::make_index_sequence<5>()));
-  m.impl("backward",
-         autograd_kernel_of<&backward_op, BackwardFunction, BackwardResult>(
-             std::make_index_sequence<9>()));
-  m.impl("_backward_pointwise",
-         autograd_kernel_of<&pointwise_op, PointwiseFunction, PointwiseResult>(
-             std::make_index_sequence<7>()));
-}
+}  // namespace lltm

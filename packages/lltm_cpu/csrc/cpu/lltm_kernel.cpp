@@ -25,15 +25,6 @@
 
 namespace lltm_cpu {
 
-using lltm::backward_data;
-using lltm::backward_element;
-using lltm::BackwardData;
-using lltm::forward_data;
-using lltm::forward_element;
-using lltm::ForwardData;
-using lltm::Gates;
-using lltm::Step;
-
 namespace {
 
 // Rows of the batch per task: enough elements that a task outweighs waking a
@@ -116,9 +107,10 @@ C10_ALWAYS_INLINE void forward_rows_impl(const scalar_t* __restrict__ gates,
     const scalar_t* __restrict__ g = gates + r * 3 * state;
     const int64_t o = r * state;
     for (int64_t j = 0; j < state; ++j) {
-      const Gates<opmath_t> z{
+      const lltm::Gates<opmath_t> z{
           C::load(g[j]), C::load(g[state + j]), C::load(g[2 * state + j])};
-      const auto e = forward_element<VecMath>(z, C::load(old_cell[o + j]));
+      const auto e =
+          lltm::forward_element<VecMath>(z, C::load(old_cell[o + j]));
       new_cell[o + j] = C::store(e.new_cell);
       new_h[o + j] = C::store(e.new_h);
       input_gate[o + j] = C::store(e.gates.input);
@@ -129,19 +121,21 @@ C10_ALWAYS_INLINE void forward_rows_impl(const scalar_t* __restrict__ gates,
 }
 
 // target_clones does not apply to templates: one named leaf per dtype.
-#define LLTM_DEFINE_FORWARD_ROWS(scalar_t)                                  \
-  SHARED_BUILD_CPU_CLONES void forward_rows(                                \
-      ForwardData<scalar_t> d, int64_t begin, int64_t end, int64_t state) { \
-    forward_rows_impl<scalar_t>(d.gate_weights,                             \
-                                d.old_cell,                                 \
-                                d.new_h,                                    \
-                                d.new_cell,                                 \
-                                d.input_gate,                               \
-                                d.output_gate,                              \
-                                d.candidate_cell,                           \
-                                begin,                                      \
-                                end,                                        \
-                                state);                                     \
+#define LLTM_DEFINE_FORWARD_ROWS(scalar_t)                                 \
+  SHARED_BUILD_CPU_CLONES void forward_rows(lltm::ForwardData<scalar_t> d, \
+                                            int64_t begin,                 \
+                                            int64_t end,                   \
+                                            int64_t state) {               \
+    forward_rows_impl<scalar_t>(d.gate_weights,                            \
+                                d.old_cell,                                \
+                                d.new_h,                                   \
+                                d.new_cell,                                \
+                                d.input_gate,                              \
+                                d.output_gate,                             \
+                                d.candidate_cell,                          \
+                                begin,                                     \
+                                end,                                       \
+                                state);                                    \
   }
 
 LLTM_DEFINE_FORWARD_ROWS(float)
@@ -177,14 +171,14 @@ C10_ALWAYS_INLINE void backward_rows_impl(
     const scalar_t* __restrict__ z = gate_weights + r * 3 * state;
     scalar_t* __restrict__ dg = d_gates + r * 3 * state;
     for (int64_t j = 0; j < state; ++j) {
-      const Gates<opmath_t> saved{C::load(input_gate[o + j]),
-                                  C::load(output_gate[o + j]),
-                                  C::load(candidate[o + j])};
-      const auto e = backward_element<VecMath>(C::load(grad_h[o + j]),
-                                               C::load(grad_cell[o + j]),
-                                               saved,
-                                               C::load(new_cell[o + j]),
-                                               C::load(z[2 * state + j]));
+      const lltm::Gates<opmath_t> saved{C::load(input_gate[o + j]),
+                                        C::load(output_gate[o + j]),
+                                        C::load(candidate[o + j])};
+      const auto e = lltm::backward_element<VecMath>(C::load(grad_h[o + j]),
+                                                     C::load(grad_cell[o + j]),
+                                                     saved,
+                                                     C::load(new_cell[o + j]),
+                                                     C::load(z[2 * state + j]));
       d_old_cell[o + j] = C::store(e.d_old_cell);
       dg[j] = C::store(e.d_gates.input);
       dg[state + j] = C::store(e.d_gates.output);
@@ -198,7 +192,7 @@ C10_ALWAYS_INLINE void backward_rows_impl(
 
 #define LLTM_DEFINE_BACKWARD_ROWS(scalar_t)                      \
   SHARED_BUILD_CPU_CLONES void backward_rows(                    \
-      BackwardData<scalar_t> d,                                  \
+      lltm::BackwardData<scalar_t> d,                            \
       at::acc_type<scalar_t, false>* bias_acc,                   \
       int64_t begin,                                             \
       int64_t end,                                               \
@@ -227,7 +221,7 @@ LLTM_DEFINE_BACKWARD_ROWS(c10::Half)
 
 }  // namespace
 
-void Cpu::forward_pointwise(const Step& step) {
+void Cpu::forward_pointwise(const lltm::Step& step) {
   const int64_t batch = step.old_cell.size(0);
   const int64_t state = step.old_cell.size(1);
   AT_DISPATCH_FLOATING_TYPES_AND2(
@@ -236,7 +230,7 @@ void Cpu::forward_pointwise(const Step& step) {
       step.old_cell.scalar_type(),
       "lltm_cpu_forward",
       [&] {
-        const auto d = forward_data<scalar_t>(step);
+        const auto d = lltm::forward_data<scalar_t>(step);
         at::parallel_for(
             0, batch, rows_per_task(state), [&](int64_t begin, int64_t end) {
               forward_rows(d, begin, end, state);
@@ -245,7 +239,7 @@ void Cpu::forward_pointwise(const Step& step) {
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Cpu::backward_pointwise(
-    const Step& step) {
+    const lltm::Step& step) {
   const int64_t batch = step.grad_h.size(0);
   const int64_t state = step.grad_h.size(1);
   const auto options = step.grad_h.options();
@@ -265,7 +259,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Cpu::backward_pointwise(
       [&] {
         using acc_t = at::acc_type<scalar_t, false>;
         std::vector<acc_t> partial(tasks * 3 * state, acc_t(0));
-        const auto d = backward_data<scalar_t>(step, d_old_cell, d_gates);
+        const auto d = lltm::backward_data<scalar_t>(step, d_old_cell, d_gates);
         at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
           for (int64_t task = first; task < last; ++task) {
             const int64_t begin = task * rows;

@@ -22,15 +22,6 @@
 
 namespace lltm_cuda {
 
-using lltm::backward_data;
-using lltm::backward_element;
-using lltm::BackwardData;
-using lltm::forward_data;
-using lltm::forward_element;
-using lltm::ForwardData;
-using lltm::Gates;
-using lltm::Step;
-
 namespace {
 
 constexpr int kThreads = 256;
@@ -65,7 +56,7 @@ struct CudaMath {
 // any batch and state size, no assumption about block multiples.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
-    lltm_forward_kernel(const ForwardData<scalar_t> d,
+    lltm_forward_kernel(const lltm::ForwardData<scalar_t> d,
                         int64_t n,
                         int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
@@ -77,11 +68,11 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row = idx / state;
     const int64_t col = idx - row * state;
     const scalar_t* g = d.gate_weights + row * 3 * state;
-    const Gates<opmath_t> z{static_cast<opmath_t>(g[col]),
-                            static_cast<opmath_t>(g[state + col]),
-                            static_cast<opmath_t>(g[2 * state + col])};
-    const auto e =
-        forward_element<CudaMath>(z, static_cast<opmath_t>(d.old_cell[idx]));
+    const lltm::Gates<opmath_t> z{static_cast<opmath_t>(g[col]),
+                                  static_cast<opmath_t>(g[state + col]),
+                                  static_cast<opmath_t>(g[2 * state + col])};
+    const auto e = lltm::forward_element<CudaMath>(
+        z, static_cast<opmath_t>(d.old_cell[idx]));
     d.new_cell[idx] = static_cast<scalar_t>(e.new_cell);
     d.new_h[idx] = static_cast<scalar_t>(e.new_h);
     d.input_gate[idx] = static_cast<scalar_t>(e.gates.input);
@@ -94,7 +85,7 @@ __global__ void __launch_bounds__(kThreads)
 // backward_element (lltm_pointwise.h) per thread and element.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
-    lltm_backward_kernel(const BackwardData<scalar_t> d,
+    lltm_backward_kernel(const lltm::BackwardData<scalar_t> d,
                          int64_t n,
                          int64_t state) {
   using opmath_t = at::opmath_type<scalar_t>;
@@ -105,10 +96,11 @@ __global__ void __launch_bounds__(kThreads)
        idx += stride) {
     const int64_t row = idx / state;
     const int64_t col = idx - row * state;
-    const Gates<opmath_t> saved{static_cast<opmath_t>(d.input_gate[idx]),
-                                static_cast<opmath_t>(d.output_gate[idx]),
-                                static_cast<opmath_t>(d.candidate_cell[idx])};
-    const auto e = backward_element<CudaMath>(
+    const lltm::Gates<opmath_t> saved{
+        static_cast<opmath_t>(d.input_gate[idx]),
+        static_cast<opmath_t>(d.output_gate[idx]),
+        static_cast<opmath_t>(d.candidate_cell[idx])};
+    const auto e = lltm::backward_element<CudaMath>(
         static_cast<opmath_t>(d.grad_h[idx]),
         static_cast<opmath_t>(d.grad_cell[idx]),
         saved,
@@ -135,7 +127,7 @@ unsigned blocks_for(int64_t n) {
 
 }  // namespace
 
-void Cuda::forward_pointwise(const Step& step) {
+void Cuda::forward_pointwise(const lltm::Step& step) {
   const c10::cuda::CUDAGuard guard(step.old_cell.device());
   const int64_t state = step.old_cell.size(1);
   const int64_t n = step.old_cell.numel();
@@ -145,7 +137,7 @@ void Cuda::forward_pointwise(const Step& step) {
       at::kHalf, at::kBFloat16, dtype, "lltm_cuda_forward", [&] {
         // clang-format off: the launch on one line, its check on the next.
         const auto blocks = blocks_for(n);
-        const auto d = forward_data<scalar_t>(step);
+        const auto d = lltm::forward_data<scalar_t>(step);
         lltm_forward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(d, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on
@@ -153,7 +145,7 @@ void Cuda::forward_pointwise(const Step& step) {
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Cuda::backward_pointwise(
-    const Step& step) {
+    const lltm::Step& step) {
   const c10::cuda::CUDAGuard guard(step.grad_h.device());
   const int64_t batch = step.grad_h.size(0);
   const int64_t state = step.grad_h.size(1);
@@ -170,7 +162,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Cuda::backward_pointwise(
       [&] {
         // clang-format off: as above.
         const auto blocks = blocks_for(n);
-        const auto d = backward_data<scalar_t>(step, d_old_cell, d_gates);
+        const auto d = lltm::backward_data<scalar_t>(step, d_old_cell, d_gates);
         lltm_backward_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(d, n, state);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         // clang-format on

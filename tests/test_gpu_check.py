@@ -527,3 +527,26 @@ def test_the_memory_skip_says_what_the_verdict_reads(monkeypatch):
     reason = str(skipped.value)
     assert reason == "needs 21 GB of free GPU memory"
     assert gpu_results.forbidden_skip(reason, 80.0) and not gpu_results.forbidden_skip(reason, 20.0)
+
+
+def test_initcheck_leaves_out_what_it_cannot_judge_and_probes_why(tmp_path):
+    """initcheck cannot see cuBLAS's half-precision writes, and lltm_cuda's property tests
+    draw float16 and bfloat16 inside one test id (H200, 2026-11-27: 13,458 reports in
+    lltm_forward_kernel<BFloat16>); torch's multi-block column sums read staging slots no
+    block wrote (7,680 reports from lltm_cuda's d_bias in its grid-stride test). Its
+    initcheck lane deselects those tests, tells the battery to draw none of those dtypes,
+    and runs a probe of each finding with no kernel of ours; memcheck runs everything."""
+    check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["lltm_cuda"], facts={})
+    lanes = {lane.name: lane for lane, _ in gpu_check.sanitizer_runs(check)}
+    initcheck, memcheck = lanes["lltm_cuda-initcheck"], lanes["lltm_cuda-memcheck"]
+    assert initcheck.wrapper == ["env", "SHARED_BUILD_BATTERY_SKIP_DTYPES=float16,bfloat16"]
+    for name in ("float16", "bfloat16", "grid_stride"):
+        assert f"not {name}" in initcheck.keyword
+        assert name not in memcheck.keyword
+    assert memcheck.wrapper == []
+    check.facts = {"sanitizer": "compute-sanitizer", "bulk_copy": True}
+    probes = {job.name: job.command for job in gpu_check.initcheck_probes(check)}
+    assert sorted(probes) == ["cublas-probe", "cublas-probe-bulk-copy", "reduce-probe"]
+    script = (ROOT / ".ci" / "gpu_initcheck_probe.py").read_text()
+    for command in probes.values():
+        assert f"def {command[-1]}() -> None:" in script

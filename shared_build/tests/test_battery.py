@@ -158,6 +158,32 @@ def test_threads_and_properties_compare_within_tolerance_only_where_the_op_is_no
         run(wrong, "threads")
 
 
+def test_properties_leave_out_the_dtypes_a_run_names(toy, monkeypatch):
+    """SHARED_BUILD_BATTERY_SKIP_DTYPES (the GPU check's initcheck sets it) drops the drawn
+    samples with a tensor of those dtypes, and only those."""
+    from hypothesis import strategies as st
+
+    op = toy()
+    seen = []
+
+    def recording(x, f):
+        seen.append(x.dtype)
+        return op.fn(x, f)
+
+    def properties(device):
+        dtype = st.sampled_from([torch.float16, torch.float64])
+        x = dtype.flatmap(lambda d: battery.tensors((7,), d, device))
+        return st.builds(lambda x, f: Sample((x, f)), x, st.floats(-4, 4))
+
+    drawn = dataclasses.replace(op, fn=recording, properties=properties)
+    run(drawn, "properties")
+    assert set(seen) == {torch.float16, torch.float64}
+    seen.clear()
+    monkeypatch.setenv("SHARED_BUILD_BATTERY_SKIP_DTYPES", "float16,bfloat16")
+    run(drawn, "properties")
+    assert set(seen) == {torch.float64}
+
+
 def test_the_cases_name_the_op_and_the_check(toy):
     op = toy()
     ids = [p.id for p in battery._cases(op)]

@@ -86,14 +86,20 @@ def test_float64_is_exact_double_math():
 def test_grid_stride_covers_large_and_odd_sizes(shape):
     """More elements (2.5 million) than a GPU holds threads, a state size that is no
     multiple of the block (weights grow as state squared: 3001 is 108 MB), and a batch
-    beyond a grid's y limit (65535)."""
+    beyond a grid's y limit (65535): forward and every gradient against the float64
+    reference (an element the backward kernel skipped would show in d_bias, its column
+    sums, and in every GEMM after it)."""
     inputs = [t.requires_grad_() for t in make_inputs(*shape, device="cuda")]
     outputs = lltm_cuda.forward(*inputs)
-    expected = lltm_forward(*[t.detach().double().cpu() for t in inputs])
+    on_cpu = [t.detach().double().cpu() for t in inputs]
+    expected = lltm_forward(*on_cpu)
     assert_close_scaled(outputs[0], expected[0], torch.float32, "new_h")
     assert_close_scaled(outputs[1], expected[1], torch.float32, "new_cell")
     (outputs[0].sum() + outputs[1].sum()).backward()
-    assert torch.isfinite(inputs[1].grad).all()
+    ones = torch.ones_like(expected[0])
+    reference = lltm_gradients(on_cpu, ones, ones)
+    for name, leaf in zip(GRAD_NAMES, inputs, strict=True):
+        assert_close_scaled(leaf.grad, reference[name], torch.float32, name)
 
 
 def _reference(cell, x, h, c):

@@ -1,0 +1,47 @@
+"""What compute-sanitizer's initcheck flags in torch's own kernels, with no kernel of ours
+(GPU check; .ci/gpu_check.py's INITCHECK_BLIND rests on it). One part per run:
+
+  cublas  Does initcheck see what cuBLAS writes? On an H100, initcheck reported every read
+          of ``gate_weights`` (``at::addmm``'s output) by lltm_cuda's bfloat16 forward
+          kernel as uninitialized. This runs the property tests' LLTM shapes through the
+          same product (bias, cat([old_h, input]), weights.t()) and reads each result with
+          a torch kernel: if initcheck flags that torch kernel too, the finding is about
+          cuBLAS's writes, not our kernel.
+  reduce  Column sums long enough that one output's reduction spans several blocks
+          (torch's global_reduce, ATen/native/cuda/Reduce.cuh), of tensors torch itself
+          wrote: lltm_cuda's d_bias = d_gates.sum(0) at the shapes of its grid-stride test.
+          If initcheck flags reduce_kernel here, it flags torch's staging buffer.
+
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool initcheck \\
+        python3 .ci/gpu_initcheck_probe.py cublas
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import torch
+
+
+def cublas() -> None:
+    for dtype, batch, features, state in itertools.product(
+        (torch.bfloat16, torch.float16, torch.float32), (1, 4, 17, 33), (0, 7, 20), (1, 16, 65)
+    ):
+        bias = torch.randn(3 * state, device="cuda", dtype=dtype)
+        x = torch.randn(batch, features + state, device="cuda", dtype=dtype)
+        weights = torch.randn(3 * state, features + state, device="cuda", dtype=dtype)
+        gates = torch.addmm(bias, x, weights.t())
+        total = gates.float().sum().item()
+        print(f"{dtype} batch={batch} features={features} state={state}: {total:.3f}", flush=True)
+
+
+def reduce() -> None:
+    for rows, columns in ((4096, 3 * 600), (70_000, 3), (2, 3 * 3001)):
+        d_gates = torch.randn(rows, columns, device="cuda")
+        by_column, whole = d_gates.sum(0), d_gates.sum()
+        print(f"float32 ({rows}, {columns}): {by_column.sum().item():.3f} {whole.item():.3f}")
+
+
+if __name__ == "__main__":
+    {"cublas": cublas, "reduce": reduce}[sys.argv[1] if len(sys.argv) > 1 else "cublas"]()

@@ -635,6 +635,26 @@ def test_make_extensions(tmp_path, abi, cuda, expected):
     assert flags.compile_args == {"cxx": ["-O3"], "nvcc": ["-O3"]}
 
 
+def test_a_common_folders_headers_are_ours(tmp_path):
+    """Under WERROR the common folder's csrc/ is searched as ours (-I), not as a system
+    folder: GCC reports no warning in a system header, and its -MMD leaves system headers
+    out of the dependency files, so ninja did not rebuild lltm_cpu's objects after
+    lltm_common/csrc/lltm_autograd.h changed (the module then aborted at import on a
+    kernel registered with the old signature)."""
+    pytest.importorskip("torch")
+    make_common(tmp_path)
+    root = make_package(tmp_path, 'common = "../demo_common"\n')
+    config = BuildConfig(read_config(root), merge_options({}, {}), Knobs(werror=True))
+    flags = compile_flags(config, TorchFacts("2.13.0", openmp=False), CudaBuild())
+    common = str((tmp_path / "demo_common" / "csrc").resolve())
+    assert common in flags.include_dirs
+    cxx = flags.compile_args["cxx"]
+    assert "-Werror" in cxx
+    system = {cxx[i + 1] for i, arg in enumerate(cxx) if arg == "-isystem"}
+    assert common not in system and str(root / "csrc") not in system
+    assert any("torch" in folder for folder in system)  # torch's headers stay system ones
+
+
 @pytest.mark.parametrize("abi", ["full", "stable"])
 def test_compile_flags_order_and_include_folders(tmp_path, abi):
     pytest.importorskip("torch")

@@ -139,13 +139,15 @@ def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Fl
     args["cxx"] += openmp_compile_args(facts.openmp, sys.platform)
     for key, extra in options.extra_compile_args.items():
         args.setdefault(key, []).extend(extra)
-    ours = [str(INCLUDE_DIR), str(package.root / "csrc")]
-    include_dirs = [
-        *ours,
+    # Our headers: never -isystem, or WERROR would not see their warnings and an
+    # incremental build (SHARED_BUILD_DIR) would not rebuild after they change (GCC's
+    # -MMD leaves system headers out of the dependency files ninja reads).
+    ours = [
+        str(INCLUDE_DIR),
+        str(package.root / "csrc"),
         *([str(package.common / "csrc")] if package.common else []),
-        *options.include_dirs,
-        *cuda.include_dirs,
     ]
+    include_dirs = [*ours, *options.include_dirs, *cuda.include_dirs]
     if sys.platform.startswith("linux"):
         # The wheel needs no glibc newer than 2.28 (manylinux_2_28):
         # - glibc_compat/ ahead of the system's headers, for C++ and for nvcc's host

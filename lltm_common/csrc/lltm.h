@@ -12,7 +12,7 @@
 //   forward_pointwise(const Step&)   writes new_h, new_cell and the three
 //       activations from gate_weights and old_cell;
 //   backward_pointwise(const Step&)  returns (d_gates, d_bias, d_old_cell) from
-//       the gradients and the saved tensors.
+//       the gradients, new_cell and gate_weights (the activations recomputed).
 // The package registers the kernels below in its own TORCH_LIBRARY blocks.
 // (Each package's module is loaded RTLD_LOCAL by Python, so lltm:: in one
 // never binds to lltm:: in the other.)
@@ -191,40 +191,55 @@ inline LltmSizes checked_forward_sizes(const char* op,
   return {batch, features, state};
 }
 
+// The activations backward takes (the tutorial's signature) and checks; the
+// pass recomputes them from gate_weights, and _backward_pointwise, which the
+// autograd kernel calls, takes none.
+struct SavedGates {
+  const at::Tensor& input_gate;
+  const at::Tensor& output_gate;
+  const at::Tensor& candidate_cell;
+};
+
 inline LltmSizes checked_backward_pointwise_sizes(
     const char* op,
     const at::Tensor& grad_h,
     const at::Tensor& grad_cell,
     const at::Tensor& new_cell,
-    const at::Tensor& input_gate,
-    const at::Tensor& output_gate,
-    const at::Tensor& candidate_cell,
-    const at::Tensor& gate_weights) {
+    const at::Tensor& gate_weights,
+    const SavedGates* saved = nullptr) {
   constexpr const char* state_dims = "(batch, state_size)";
   check_dims(op, "grad_h", grad_h, 2, state_dims);
   check_dims(op, "grad_cell", grad_cell, 2, state_dims);
   check_dims(op, "new_cell", new_cell, 2, state_dims);
-  check_dims(op, "input_gate", input_gate, 2, state_dims);
-  check_dims(op, "output_gate", output_gate, 2, state_dims);
-  check_dims(op, "candidate_cell", candidate_cell, 2, state_dims);
+  if (saved != nullptr) {
+    check_dims(op, "input_gate", saved->input_gate, 2, state_dims);
+    check_dims(op, "output_gate", saved->output_gate, 2, state_dims);
+    check_dims(op, "candidate_cell", saved->candidate_cell, 2, state_dims);
+  }
   check_dims(op, "gate_weights", gate_weights, 2, "(batch, 3 * state_size)");
   check_dtype_and_device(op,
                          {{"grad_h", &grad_h},
                           {"grad_cell", &grad_cell},
                           {"new_cell", &new_cell},
-                          {"input_gate", &input_gate},
-                          {"output_gate", &output_gate},
-                          {"candidate_cell", &candidate_cell},
                           {"gate_weights", &gate_weights}});
   const c10::SymInt batch = grad_h.sym_size(0);
   const c10::SymInt state = grad_h.sym_size(1);
   constexpr const char* like_grad_h = "the shape of grad_h";
   check_shape(op, "grad_cell", grad_cell, grad_h.sym_sizes(), like_grad_h);
   check_shape(op, "new_cell", new_cell, grad_h.sym_sizes(), like_grad_h);
-  check_shape(op, "input_gate", input_gate, grad_h.sym_sizes(), like_grad_h);
-  check_shape(op, "output_gate", output_gate, grad_h.sym_sizes(), like_grad_h);
-  check_shape(
-      op, "candidate_cell", candidate_cell, grad_h.sym_sizes(), like_grad_h);
+  if (saved != nullptr) {
+    check_dtype_and_device(op,
+                           {{"grad_h", &grad_h},
+                            {"input_gate", &saved->input_gate},
+                            {"output_gate", &saved->output_gate},
+                            {"candidate_cell", &saved->candidate_cell}});
+    for (const auto& [name, t] :
+         {std::pair{"input_gate", &saved->input_gate},
+          std::pair{"output_gate", &saved->output_gate},
+          std::pair{"candidate_cell", &saved->candidate_cell}}) {
+      check_shape(op, name, *t, grad_h.sym_sizes(), like_grad_h);
+    }
+  }
   check_shape(op,
               "gate_weights",
               gate_weights,
@@ -249,14 +264,9 @@ inline LltmSizes checked_backward_sizes(const char* op,
              weights,
              2,
              "(3 * state_size, state_size + input_features)");
-  LltmSizes sizes = checked_backward_pointwise_sizes(op,
-                                                     grad_h,
-                                                     grad_cell,
-                                                     new_cell,
-                                                     input_gate,
-                                                     output_gate,
-                                                     candidate_cell,
-                                                     gate_weights);
+  const SavedGates saved{input_gate, output_gate, candidate_cell};
+  LltmSizes sizes = checked_backward_pointwise_sizes(
+      op, grad_h, grad_cell, new_cell, gate_weights, &saved);
   check_dtype_and_device(
       op, {{"grad_h", &grad_h}, {"X", &X}, {"weights", &weights}});
   const c10::SymInt& batch = sizes.batch;
@@ -350,16 +360,15 @@ ForwardResult forward_kernel(const Tensor& input,
   return {new_h, new_cell, input_gate, output_gate, candidate, X, gate_weights};
 }
 
-// d_gates, d_bias and d_old_cell; inputs already checked.
+// d_gates, d_bias and d_old_cell; inputs already checked. The pass recomputes
+// the three activations from gate_weights: the autograd kernel saves four
+// tensors, not seven.
 template <typename Device>
 PointwiseResult pointwise_impl(Run run,
                                const LltmSizes& sizes,
                                const Tensor& grad_h,
                                const Tensor& grad_cell,
                                const Tensor& new_cell,
-                               const Tensor& input_gate,
-                               const Tensor& output_gate,
-                               const Tensor& candidate_cell,
                                const Tensor& gate_weights) {
   const c10::SymInt& batch = sizes.batch;
   const c10::SymInt& state = sizes.state_size;
@@ -375,9 +384,6 @@ PointwiseResult pointwise_impl(Run run,
   return Device::backward_pointwise(
       {.gate_weights = *gate_weights.expect_contiguous(),
        .new_cell = *new_cell.expect_contiguous(),
-       .input_gate = *input_gate.expect_contiguous(),
-       .output_gate = *output_gate.expect_contiguous(),
-       .candidate_cell = *candidate_cell.expect_contiguous(),
        .grad_h = *grad_h.expect_contiguous(),
        .grad_cell = *grad_cell.expect_contiguous()});
 }
@@ -386,29 +392,13 @@ template <typename Device, Run run = Run::kDevice>
 PointwiseResult backward_pointwise_kernel(const Tensor& grad_h,
                                           const Tensor& grad_cell,
                                           const Tensor& new_cell,
-                                          const Tensor& input_gate,
-                                          const Tensor& output_gate,
-                                          const Tensor& candidate_cell,
                                           const Tensor& gate_weights) {
   const char* op = op_name<Device, Op::kBackwardPointwise>();
-  const LltmSizes sizes = checked_backward_pointwise_sizes(op,
-                                                           grad_h,
-                                                           grad_cell,
-                                                           new_cell,
-                                                           input_gate,
-                                                           output_gate,
-                                                           candidate_cell,
-                                                           gate_weights);
+  const LltmSizes sizes = checked_backward_pointwise_sizes(
+      op, grad_h, grad_cell, new_cell, gate_weights);
   check_device_type<Device>(run, op, grad_h);
-  return pointwise_impl<Device>(run,
-                                sizes,
-                                grad_h,
-                                grad_cell,
-                                new_cell,
-                                input_gate,
-                                output_gate,
-                                candidate_cell,
-                                gate_weights);
+  return pointwise_impl<Device>(
+      run, sizes, grad_h, grad_cell, new_cell, gate_weights);
 }
 
 template <typename Device, Run run = Run::kDevice>
@@ -433,15 +423,8 @@ BackwardResult backward_kernel(const Tensor& grad_h,
                                                  gate_weights,
                                                  weights);
   check_device_type<Device>(run, op, grad_h);
-  auto [d_gates, d_bias, d_old_cell] = pointwise_impl<Device>(run,
-                                                              sizes,
-                                                              grad_h,
-                                                              grad_cell,
-                                                              new_cell,
-                                                              input_gate,
-                                                              output_gate,
-                                                              candidate_cell,
-                                                              gate_weights);
+  auto [d_gates, d_bias, d_old_cell] = pointwise_impl<Device>(
+      run, sizes, grad_h, grad_cell, new_cell, gate_weights);
   Tensor d_weights = at::mm(d_gates.t(), X);
   // d_X = d_gates @ weights in one GEMM (two GEMMs on column blocks of
   // weights measured slower at the tutorial's shape), then split into two
@@ -484,7 +467,6 @@ inline void define_ops(torch::Library& m) {
   // needed (see autograd/lltm_kernel.cpp).
   m.def(
       "_backward_pointwise(Tensor grad_h, Tensor grad_cell, Tensor new_cell, "
-      "Tensor input_gate, Tensor output_gate, Tensor candidate_cell, "
       "Tensor gate_weights) -> (Tensor d_gates, Tensor d_bias, "
       "Tensor d_old_cell)",
       {at::Tag::pt2_compliant_tag});

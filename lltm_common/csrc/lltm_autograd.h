@@ -7,7 +7,9 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/elu.h>
 #include <ATen/ops/mm.h>
+#include <ATen/ops/sigmoid.h>
 #include <ATen/ops/zeros_like.h>
 #include <shared_build/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "lltm.h"
 
@@ -50,7 +53,7 @@ template <typename Device>
 const auto& pointwise_op() {
   static const auto op =
       typed_op<PointwiseResult>(schema_name<Device, Op::kBackwardPointwise>(),
-                                std::make_index_sequence<7>());
+                                std::make_index_sequence<4>());
   return op;
 }
 
@@ -85,9 +88,11 @@ Result to_tuple(const variable_list& out,
 
 // forward is differentiable in all five inputs through new_h and new_cell; its
 // other five results (the saved activations the tutorial API returns) are
-// marked non-differentiable. Its backward runs the fused pointwise op and then
-// only the GEMMs whose gradients are needed: in training, input rarely needs a
-// gradient, and old_h does not at the first step.
+// marked non-differentiable. It saves four tensors (new_cell, X, the gates and
+// weights): the fused pointwise op of its backward recomputes the activations
+// from the gates. Then only the GEMMs whose gradients are needed run: in
+// training, input rarely needs a gradient, and old_h does not at the first
+// step.
 template <typename Device>
 class LltmFunction : public torch::autograd::Function<LltmFunction<Device>> {
  public:
@@ -100,8 +105,7 @@ class LltmFunction : public torch::autograd::Function<LltmFunction<Device>> {
     auto [new_h, new_cell, input_gate, output_gate, candidate, X, gates] =
         shared_build::call_below_autograd(
             forward_op<Device>(), input, weights, bias, old_h, old_cell);
-    ctx->save_for_backward(
-        {new_cell, input_gate, output_gate, candidate, X, gates, weights});
+    ctx->save_for_backward({new_cell, X, gates, weights});
     ctx->mark_non_differentiable(
         {input_gate, output_gate, candidate, X, gates});
     // Only new_h and new_cell carry gradients; the other five would arrive as
@@ -118,12 +122,9 @@ class LltmFunction : public torch::autograd::Function<LltmFunction<Device>> {
     }
     const variable_list saved = ctx->get_saved_variables();
     const Tensor& new_cell = saved[0];
-    const Tensor& input_gate = saved[1];
-    const Tensor& output_gate = saved[2];
-    const Tensor& candidate = saved[3];
-    const Tensor& X = saved[4];
-    const Tensor& gates = saved[5];
-    const Tensor& weights = saved[6];
+    const Tensor& X = saved[1];
+    const Tensor& gates = saved[2];
+    const Tensor& weights = saved[3];
     if (!grad_h.defined()) {
       grad_h = at::zeros_like(new_cell);
     }
@@ -135,29 +136,24 @@ class LltmFunction : public torch::autograd::Function<LltmFunction<Device>> {
       // create_graph=True: the backward is itself recorded. The backward op's
       // autograd kernel marks every result so that a second backward through
       // it raises (the GEMMs below would be differentiated as if the saved
-      // activations were constants: a silent wrong answer).
+      // activations were constants: a silent wrong answer). Its signature
+      // takes the activations, which it checks and recomputes.
+      const std::vector<Tensor> z = gates.chunk(3, 1);
       auto [d_old_h, d_input, d_weights, d_bias, d_old_cell] =
           backward_op<Device>().call(grad_h,
                                      grad_cell,
                                      new_cell,
-                                     input_gate,
-                                     output_gate,
-                                     candidate,
+                                     at::sigmoid(z[0]),
+                                     at::sigmoid(z[1]),
+                                     at::elu(z[2]),
                                      X,
                                      gates,
                                      weights);
       return {d_input, d_weights, d_bias, d_old_h, d_old_cell};
     }
 
-    auto [d_gates, d_bias, d_old_cell] =
-        shared_build::call_below_autograd(pointwise_op<Device>(),
-                                          grad_h,
-                                          grad_cell,
-                                          new_cell,
-                                          input_gate,
-                                          output_gate,
-                                          candidate,
-                                          gates);
+    auto [d_gates, d_bias, d_old_cell] = shared_build::call_below_autograd(
+        pointwise_op<Device>(), grad_h, grad_cell, new_cell, gates);
     const bool need_input = ctx->needs_input_grad(0);
     const bool need_old_h = ctx->needs_input_grad(3);
     const int64_t state = new_cell.size(1);
@@ -271,6 +267,6 @@ constexpr auto backward_pointwise_autograd = autograd_kernel_of<
     Device,
     &pointwise_op<Device>,
     OnceDifferentiable<Device, Op::kBackwardPointwise, &pointwise_op<Device>>,
-    PointwiseResult>(std::make_index_sequence<7>());
+    PointwiseResult>(std::make_index_sequence<4>());
 
 }  // namespace lltm

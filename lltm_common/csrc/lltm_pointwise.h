@@ -30,9 +30,6 @@ struct BackwardData {
   const scalar_t* grad_h;
   const scalar_t* grad_cell;
   const scalar_t* new_cell;
-  const scalar_t* input_gate;
-  const scalar_t* output_gate;
-  const scalar_t* candidate_cell;
   const scalar_t* gate_weights;
   scalar_t* d_old_cell;
   scalar_t* d_gates;
@@ -57,9 +54,6 @@ BackwardData<scalar_t> backward_data(const Step& step,
   return {in<scalar_t>(step.grad_h),
           in<scalar_t>(step.grad_cell),
           in<scalar_t>(step.new_cell),
-          in<scalar_t>(step.input_gate),
-          in<scalar_t>(step.output_gate),
-          in<scalar_t>(step.candidate_cell),
           in<scalar_t>(step.gate_weights),
           out<scalar_t>(d_old_cell),
           out<scalar_t>(d_gates)};
@@ -104,24 +98,23 @@ struct BackwardElement {
   Gates<T> d_gates;
 };
 
-// From the incoming gradients, the saved activations and new_cell, and the
-// candidate's pre-activation z_candidate. The sigmoid derivatives come from
-// the saved gates (as torch's sigmoid backward does), tanh(new_cell) is
-// recomputed, and elu's derivative comes from its pre-activation.
+// From the incoming gradients, new_cell and the three gate pre-activations z:
+// the activations are recomputed from z (as forward_element computes them:
+// the pass reads three fewer tensors than it would reading them back), the
+// sigmoid derivatives from them, elu's from its pre-activation, and
+// tanh(new_cell) from new_cell.
 template <typename Math, typename T>
-C10_HOST_DEVICE C10_ALWAYS_INLINE BackwardElement<T> backward_element(
-    T grad_h,
-    T grad_cell,
-    Gates<T> saved,
-    T new_cell,
-    T z_candidate) {
-  const T i = saved.input;
-  const T o = saved.output;
+C10_HOST_DEVICE C10_ALWAYS_INLINE BackwardElement<T>
+backward_element(T grad_h, T grad_cell, Gates<T> z, T new_cell) {
+  const T i = T(1) / (T(1) + Math::exp(-z.input));
+  const T o = T(1) / (T(1) + Math::exp(-z.output));
+  const bool positive = z.candidate > T(0);
+  const T c = positive ? z.candidate : Math::expm1(z.candidate);
+  const T d_c_dz = positive ? T(1) : Math::exp(z.candidate);
   const T t = Math::tanh(new_cell);
   const T d_cell = grad_h * o * (T(1) - t * t) + grad_cell;
-  const T d_c_dz = z_candidate > T(0) ? T(1) : Math::exp(z_candidate);
   return {d_cell,
-          {d_cell * saved.candidate * i * (T(1) - i),
+          {d_cell * c * i * (T(1) - i),
            grad_h * t * o * (T(1) - o),
            d_cell * i * d_c_dz}};
 }

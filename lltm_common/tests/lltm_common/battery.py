@@ -156,9 +156,10 @@ def backward_samples(device: str, dtype: torch.dtype) -> list[Sample]:
 
 
 def pointwise_samples(device: str, dtype: torch.dtype) -> list[Sample]:
-    """backward's, without the arguments _backward_pointwise does not take (X, weights)."""
+    """backward's, with the arguments _backward_pointwise takes: grad_h, grad_cell,
+    new_cell and gate_weights."""
     return [
-        dataclasses.replace(s, args=(*s.args[:6], s.args[7]))
+        dataclasses.replace(s, args=(*s.args[:3], s.args[7]))
         for s in backward_samples(device, dtype)
     ]
 
@@ -383,8 +384,10 @@ BACKWARD_BAD = {
         "all tensors must have the same dtype, got grad_h Float and X Double",
     ),
 }
-# The cases of BACKWARD_BAD whose argument _backward_pointwise takes too.
-_POINTWISE_BAD = ("grad_h-1d", "grad_cell-shape", "candidate-batch", "gate_weights-shape")
+# backward's arguments that _backward_pointwise does not take, and the cases of
+# BACKWARD_BAD whose argument it takes too.
+POINTWISE_LEAVES_OUT = ("input_gate", "output_gate", "candidate_cell", "X", "weights")
+_POINTWISE_BAD = ("grad_h-1d", "grad_cell-shape", "gate_weights-shape")
 
 
 def _bad_devices() -> list[str]:
@@ -423,7 +426,8 @@ def _bad_backward(package: str, pointwise: bool) -> Callable[[], list[Bad]]:
                 args = backward_args(device)
                 args[name] = factory(args, device)
                 if pointwise:
-                    del args["X"], args["weights"]
+                    for taken_by_backward_only in POINTWISE_LEAVES_OUT:
+                        del args[taken_by_backward_only]
                 calls.append(
                     Bad(tuple(args.values()), f"{package}.{op}: {message}", name=f"{case} {device}")
                 )

@@ -64,32 +64,18 @@ def lltm_gradients(inputs: list[Tensor], grad_h: Tensor, grad_cell: Tensor) -> d
 
 
 def lltm_backward_pointwise(
-    grad_h: Tensor,
-    grad_cell: Tensor,
-    new_cell: Tensor,
-    input_gate: Tensor,
-    output_gate: Tensor,
-    candidate_cell: Tensor,
-    gate_weights: Tensor,
+    grad_h: Tensor, grad_cell: Tensor, new_cell: Tensor, gate_weights: Tensor
 ) -> list[Tensor]:
-    """d_gates, d_bias and d_old_cell (the internal op _backward_pointwise) from forward's
-    saved results, in float64, from the chain rule: the sigmoid derivatives from the saved
-    gates, tanh(new_cell) recomputed, elu's derivative from its pre-activation."""
-    grad_h, grad_cell, new_cell, i, o, c, gates = (
-        t.double()
-        for t in (
-            grad_h,
-            grad_cell,
-            new_cell,
-            input_gate,
-            output_gate,
-            candidate_cell,
-            gate_weights,
-        )
+    """d_gates, d_bias and d_old_cell (the internal op _backward_pointwise) from the
+    incoming gradients, new_cell and the gates, in float64, from the chain rule: the
+    activations recomputed from the gates, tanh(new_cell) from new_cell."""
+    grad_h, grad_cell, new_cell, gates = (
+        t.double() for t in (grad_h, grad_cell, new_cell, gate_weights)
     )
+    z_input, z_output, z_candidate = gates.chunk(3, dim=1)
+    i, o, c = torch.sigmoid(z_input), torch.sigmoid(z_output), torch.nn.functional.elu(z_candidate)
     t = torch.tanh(new_cell)
     d_cell = grad_h * o * (1 - t * t) + grad_cell
-    z_candidate = gates.chunk(3, dim=1)[2]
     d_elu = torch.where(z_candidate > 0, 1.0, torch.exp(z_candidate.clamp(max=0)))
     d_gates = torch.cat([d_cell * c * i * (1 - i), grad_h * t * o * (1 - o), d_cell * i * d_elu], 1)
     return [d_gates, d_gates.sum(0), d_cell]
@@ -106,10 +92,12 @@ def lltm_backward(
     gate_weights: Tensor,
     weights: Tensor,
 ) -> list[Tensor]:
-    """The tutorial's backward from its own arguments, in float64: [d_old_h, d_input,
-    d_weights, d_bias, d_old_cell]. On forward's results it equals lltm_gradients."""
-    saved = (new_cell, input_gate, output_gate, candidate_cell)
-    d_gates, d_bias, d_old_cell = lltm_backward_pointwise(grad_h, grad_cell, *saved, gate_weights)
+    """The tutorial's backward, in float64: [d_old_h, d_input, d_weights, d_bias,
+    d_old_cell]. Like the ops, it recomputes the activations from gate_weights (the ones
+    it is given are forward's, rounded to their dtype). On forward's results it equals
+    lltm_gradients."""
+    del input_gate, output_gate, candidate_cell
+    d_gates, d_bias, d_old_cell = lltm_backward_pointwise(grad_h, grad_cell, new_cell, gate_weights)
     d_X = d_gates @ weights.double()
     state = grad_h.shape[1]
     return [d_X[:, :state], d_X[:, state:], d_gates.T @ X.double(), d_bias, d_old_cell]

@@ -154,6 +154,24 @@ def test_saved_activations_are_not_differentiable(impl):
     assert not any(t.requires_grad for t in outputs[2:])
 
 
+def test_the_node_saves_four_tensors_and_no_activation(impl):
+    """forward's autograd node saves new_cell, X, the gates and weights; its backward
+    recomputes the activations from the gates, so a module that drops them frees them."""
+    inputs = [t.requires_grad_() for t in impl.inputs(2, 3, 4)]
+    saved = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        outputs = impl.package.forward(*inputs)
+    new_cell, activations, X, gates = outputs[1], outputs[2:5], outputs[5], outputs[6]
+    same = [[t.data_ptr() == s.data_ptr() for s in saved] for t in (new_cell, X, gates, inputs[1])]
+    assert len(saved) == 4 and all(map(any, same)), [tuple(t.shape) for t in saved]
+    assert not any(a.data_ptr() == s.data_ptr() for a in activations for s in saved)
+
+
 def test_gradient_only_for_inputs_that_need_it(impl):
     inputs = impl.inputs(3, 4, 5, dtype=torch.float64)
     inputs[1].requires_grad_()

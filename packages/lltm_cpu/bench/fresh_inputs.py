@@ -37,9 +37,7 @@ def main() -> None:
     c = torch.randn(BATCH, STATE)
     grad_h = torch.randn(BATCH, STATE)
     grad_c = torch.randn(BATCH, STATE)
-    _, new_cell, input_gate, output_gate, candidate, X, gates = lltm_cpu.forward(
-        x, weights, bias, h, c
-    )
+    _, new_cell, *_, X, gates = lltm_cpu.forward(x, weights, bias, h, c)
     pointwise = torch.ops.lltm_cpu._backward_pointwise
     d_gates_old = torch.randn(BATCH, 3 * STATE)
 
@@ -48,10 +46,10 @@ def main() -> None:
         torch.mm(d_gates, weights)
 
     def pass_alone():
-        pointwise(grad_h, grad_c, new_cell, input_gate, output_gate, candidate, gates)
+        pointwise(grad_h, grad_c, new_cell, gates)
 
     def pass_then_products():
-        products(pointwise(grad_h, grad_c, new_cell, input_gate, output_gate, candidate, gates)[0])
+        products(pointwise(grad_h, grad_c, new_cell, gates)[0])
 
     def mul_alone():
         d_gates_old * 1.0

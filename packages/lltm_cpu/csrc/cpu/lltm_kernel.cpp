@@ -147,16 +147,14 @@ LLTM_DEFINE_FORWARD_ROWS(c10::Half)
 // ---- backward pointwise -----------------------------------------------------
 
 // d_gates (rows, 3 * state) and d_old_cell (rows, state) from the incoming
-// gradients and the saved activations (backward_element of lltm_pointwise.h);
+// gradients, new_cell and the gates (backward_element of lltm_pointwise.h,
+// which recomputes the activations);
 // the column sums of d_gates (d_bias) are added to bias_acc in acc_t.
 template <typename scalar_t, typename acc_t>
 C10_ALWAYS_INLINE void backward_rows_impl(
     const scalar_t* __restrict__ grad_h,
     const scalar_t* __restrict__ grad_cell,
     const scalar_t* __restrict__ new_cell,
-    const scalar_t* __restrict__ input_gate,
-    const scalar_t* __restrict__ output_gate,
-    const scalar_t* __restrict__ candidate,
     const scalar_t* __restrict__ gate_weights,
     scalar_t* __restrict__ d_old_cell,
     scalar_t* __restrict__ d_gates,
@@ -171,14 +169,12 @@ C10_ALWAYS_INLINE void backward_rows_impl(
     const scalar_t* __restrict__ z = gate_weights + r * 3 * state;
     scalar_t* __restrict__ dg = d_gates + r * 3 * state;
     for (int64_t j = 0; j < state; ++j) {
-      const lltm::Gates<opmath_t> saved{C::load(input_gate[o + j]),
-                                        C::load(output_gate[o + j]),
-                                        C::load(candidate[o + j])};
+      const lltm::Gates<opmath_t> gates{
+          C::load(z[j]), C::load(z[state + j]), C::load(z[2 * state + j])};
       const auto e = lltm::backward_element<VecMath>(C::load(grad_h[o + j]),
                                                      C::load(grad_cell[o + j]),
-                                                     saved,
-                                                     C::load(new_cell[o + j]),
-                                                     C::load(z[2 * state + j]));
+                                                     gates,
+                                                     C::load(new_cell[o + j]));
       d_old_cell[o + j] = C::store(e.d_old_cell);
       dg[j] = C::store(e.d_gates.input);
       dg[state + j] = C::store(e.d_gates.output);
@@ -201,9 +197,6 @@ C10_ALWAYS_INLINE void backward_rows_impl(
         d.grad_h,                                                \
         d.grad_cell,                                             \
         d.new_cell,                                              \
-        d.input_gate,                                            \
-        d.output_gate,                                           \
-        d.candidate_cell,                                        \
         d.gate_weights,                                          \
         d.d_old_cell,                                            \
         d.d_gates,                                               \

@@ -96,17 +96,15 @@ __global__ void __launch_bounds__(kThreads)
        idx += stride) {
     const int64_t row = idx / state;
     const int64_t col = idx - row * state;
-    const lltm::Gates<opmath_t> saved{
-        static_cast<opmath_t>(d.input_gate[idx]),
-        static_cast<opmath_t>(d.output_gate[idx]),
-        static_cast<opmath_t>(d.candidate_cell[idx])};
+    const scalar_t* g = d.gate_weights + row * 3 * state;
+    const lltm::Gates<opmath_t> z{static_cast<opmath_t>(g[col]),
+                                  static_cast<opmath_t>(g[state + col]),
+                                  static_cast<opmath_t>(g[2 * state + col])};
     const auto e = lltm::backward_element<CudaMath>(
         static_cast<opmath_t>(d.grad_h[idx]),
         static_cast<opmath_t>(d.grad_cell[idx]),
-        saved,
-        static_cast<opmath_t>(d.new_cell[idx]),
-        static_cast<opmath_t>(
-            d.gate_weights[row * 3 * state + 2 * state + col]));
+        z,
+        static_cast<opmath_t>(d.new_cell[idx]));
     d.d_old_cell[idx] = static_cast<scalar_t>(e.d_old_cell);
     scalar_t* dg = d.d_gates + row * 3 * state;
     dg[col] = static_cast<scalar_t>(e.d_gates.input);

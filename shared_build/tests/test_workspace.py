@@ -388,6 +388,23 @@ def test_what_the_tests_learn_from_nox(repo: Repo, monkeypatch) -> None:
     assert (found[0], found[-1]) == (str(repo.shared_build / "tests"), str(repo.root / "tests"))
 
 
+def test_compiled_graphs_are_cached_per_set_of_wheels(repo: Repo, monkeypatch) -> None:
+    """torch.compile's cache does not notice a rebuilt op library (a schema that lost
+    arguments kept being called with the old ones): the tests get a cache folder per set of
+    the wheels built here, and keep one the user set."""
+    env = _env(repo, FakeSession())
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    wheel = env.wheels_dir / "demo" / "demo-0.1.0-cp310-abi3-linux_x86_64.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"one build")
+    first = suites.pytest_env(env)["TORCHINDUCTOR_CACHE_DIR"]
+    assert first.startswith(str(env.path)) and suites.inductor_cache_dir(env) == first
+    wheel.write_bytes(b"another build")
+    assert suites.inductor_cache_dir(env) != first
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/mine")
+    assert suites.pytest_env(env)["TORCHINDUCTOR_CACHE_DIR"] == "/mine"
+
+
 def test_the_torch_a_session_s_arguments_name() -> None:
     assert suites.dev_torch(["add_ext", "-k", "x"], "2.13.0") == ("2.13.0", ["add_ext", "-k", "x"])
     assert suites.dev_torch(["gc_cpp", "--torch", "2.15.0"], "2.13.0") == ("2.15.0", ["gc_cpp"])

@@ -3,6 +3,7 @@ from nox (the REPO_* variables), and the torch versions a session's arguments na
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -79,12 +80,28 @@ def pytest_env(env: TorchEnv, release: dict[str, str] | None = None) -> dict[str
         # workers (each importing torch) costs more CPU than it saves at this size, in every
         # xdist worker. The generated code is the same either way.
         "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
+        "TORCHINDUCTOR_CACHE_DIR": inductor_cache_dir(env),
         # Each xdist worker's ops run on as many OpenMP threads as the machine has cores,
         # and CI runs two sessions at once: more threads than cores, where OpenMP's default
         # of spinning at every barrier burns the time the other threads need. Idle threads
         # sleep instead; the thread counts (and the multi-threaded paths) stay as they are.
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
     }
+
+
+def inductor_cache_dir(env: TorchEnv) -> str:
+    """torch.compile's cache for the tests, one per set of the wheels built here (their
+    names, sizes and times). torch keys a compiled graph on the graph, not on the custom
+    ops' libraries: after _backward_pointwise lost three arguments and lltm_cpu was rebuilt,
+    the cache's old backward still called it with seven. A TORCHINDUCTOR_CACHE_DIR of
+    one's own is kept."""
+    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+        return os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    digest = hashlib.sha256()
+    for wheel in sorted(env.wheels_dir.glob("*/*.whl")):
+        stat = wheel.stat()
+        digest.update(f"{wheel.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    return str(env.path / "inductor-cache" / digest.hexdigest()[:16])
 
 
 def dev_torch(posargs: Sequence[str], default: str) -> tuple[str, list[str]]:

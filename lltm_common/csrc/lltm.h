@@ -191,31 +191,16 @@ inline LltmSizes checked_forward_sizes(const char* op,
   return {batch, features, state};
 }
 
-// The activations backward takes (the tutorial's signature) and checks; the
-// pass recomputes them from gate_weights, and _backward_pointwise, which the
-// autograd kernel calls, takes none.
-struct SavedGates {
-  const at::Tensor& input_gate;
-  const at::Tensor& output_gate;
-  const at::Tensor& candidate_cell;
-};
-
 inline LltmSizes checked_backward_pointwise_sizes(
     const char* op,
     const at::Tensor& grad_h,
     const at::Tensor& grad_cell,
     const at::Tensor& new_cell,
-    const at::Tensor& gate_weights,
-    const SavedGates* saved = nullptr) {
+    const at::Tensor& gate_weights) {
   constexpr const char* state_dims = "(batch, state_size)";
   check_dims(op, "grad_h", grad_h, 2, state_dims);
   check_dims(op, "grad_cell", grad_cell, 2, state_dims);
   check_dims(op, "new_cell", new_cell, 2, state_dims);
-  if (saved != nullptr) {
-    check_dims(op, "input_gate", saved->input_gate, 2, state_dims);
-    check_dims(op, "output_gate", saved->output_gate, 2, state_dims);
-    check_dims(op, "candidate_cell", saved->candidate_cell, 2, state_dims);
-  }
   check_dims(op, "gate_weights", gate_weights, 2, "(batch, 3 * state_size)");
   check_dtype_and_device(op,
                          {{"grad_h", &grad_h},
@@ -227,19 +212,6 @@ inline LltmSizes checked_backward_pointwise_sizes(
   constexpr const char* like_grad_h = "the shape of grad_h";
   check_shape(op, "grad_cell", grad_cell, grad_h.sym_sizes(), like_grad_h);
   check_shape(op, "new_cell", new_cell, grad_h.sym_sizes(), like_grad_h);
-  if (saved != nullptr) {
-    check_dtype_and_device(op,
-                           {{"grad_h", &grad_h},
-                            {"input_gate", &saved->input_gate},
-                            {"output_gate", &saved->output_gate},
-                            {"candidate_cell", &saved->candidate_cell}});
-    for (const auto& [name, t] :
-         {std::pair{"input_gate", &saved->input_gate},
-          std::pair{"output_gate", &saved->output_gate},
-          std::pair{"candidate_cell", &saved->candidate_cell}}) {
-      check_shape(op, name, *t, grad_h.sym_sizes(), like_grad_h);
-    }
-  }
   check_shape(op,
               "gate_weights",
               gate_weights,
@@ -264,9 +236,17 @@ inline LltmSizes checked_backward_sizes(const char* op,
              weights,
              2,
              "(3 * state_size, state_size + input_features)");
-  const SavedGates saved{input_gate, output_gate, candidate_cell};
   LltmSizes sizes = checked_backward_pointwise_sizes(
-      op, grad_h, grad_cell, new_cell, gate_weights, &saved);
+      op, grad_h, grad_cell, new_cell, gate_weights);
+  // The activations of the tutorial's signature: checked like the rest, then
+  // recomputed from gate_weights by the pass.
+  for (const auto& [name, t] : {std::pair{"input_gate", &input_gate},
+                                std::pair{"output_gate", &output_gate},
+                                std::pair{"candidate_cell", &candidate_cell}}) {
+    check_dims(op, name, *t, 2, "(batch, state_size)");
+    check_dtype_and_device(op, {{"grad_h", &grad_h}, {name, t}});
+    check_shape(op, name, *t, grad_h.sym_sizes(), "the shape of grad_h");
+  }
   check_dtype_and_device(
       op, {{"grad_h", &grad_h}, {"X", &X}, {"weights", &weights}});
   const c10::SymInt& batch = sizes.batch;

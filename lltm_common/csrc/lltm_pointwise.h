@@ -76,18 +76,26 @@ struct ForwardElement {
   T new_h;
 };
 
-// From the three gate pre-activations z and the old cell state:
-// sigmoid, sigmoid, elu (alpha = 1, expm1 keeps the digits of small negative
-// z), new_cell = old_cell + candidate * input, new_h = tanh(new_cell) * output.
+// The activations of the three gate pre-activations z: sigmoid, sigmoid, elu
+// (alpha = 1, expm1 keeps the digits of small negative z). Forward writes
+// them; backward recomputes them the same way.
+template <typename Math, typename T>
+C10_HOST_DEVICE C10_ALWAYS_INLINE Gates<T> activations(Gates<T> z) {
+  return {T(1) / (T(1) + Math::exp(-z.input)),
+          T(1) / (T(1) + Math::exp(-z.output)),
+          z.candidate > T(0) ? z.candidate : Math::expm1(z.candidate)};
+}
+
+// From the three gate pre-activations z and the old cell state: the
+// activations, new_cell = old_cell + candidate * input,
+// new_h = tanh(new_cell) * output.
 template <typename Math, typename T>
 C10_HOST_DEVICE C10_ALWAYS_INLINE ForwardElement<T> forward_element(
     Gates<T> z,
     T old_cell) {
-  const T i = T(1) / (T(1) + Math::exp(-z.input));
-  const T o = T(1) / (T(1) + Math::exp(-z.output));
-  const T c = z.candidate > T(0) ? z.candidate : Math::expm1(z.candidate);
-  const T cell = old_cell + c * i;
-  return {{i, o, c}, cell, Math::tanh(cell) * o};
+  const Gates<T> a = activations<Math>(z);
+  const T cell = old_cell + a.candidate * a.input;
+  return {a, cell, Math::tanh(cell) * a.output};
 }
 
 // What backward writes for one element: the gradient of the old cell state
@@ -99,18 +107,17 @@ struct BackwardElement {
 };
 
 // From the incoming gradients, new_cell and the three gate pre-activations z:
-// the activations are recomputed from z (as forward_element computes them:
-// the pass reads three fewer tensors than it would reading them back), the
-// sigmoid derivatives from them, elu's from its pre-activation, and
-// tanh(new_cell) from new_cell.
+// the activations recomputed from z (the pass reads three fewer tensors than
+// it would reading them back), the sigmoid derivatives from them, elu's from
+// its pre-activation, and tanh(new_cell) from new_cell.
 template <typename Math, typename T>
 C10_HOST_DEVICE C10_ALWAYS_INLINE BackwardElement<T>
 backward_element(T grad_h, T grad_cell, Gates<T> z, T new_cell) {
-  const T i = T(1) / (T(1) + Math::exp(-z.input));
-  const T o = T(1) / (T(1) + Math::exp(-z.output));
-  const bool positive = z.candidate > T(0);
-  const T c = positive ? z.candidate : Math::expm1(z.candidate);
-  const T d_c_dz = positive ? T(1) : Math::exp(z.candidate);
+  const Gates<T> a = activations<Math>(z);
+  const T i = a.input;
+  const T o = a.output;
+  const T c = a.candidate;
+  const T d_c_dz = z.candidate > T(0) ? T(1) : Math::exp(z.candidate);
   const T t = Math::tanh(new_cell);
   const T d_cell = grad_h * o * (T(1) - t * t) + grad_cell;
   return {d_cell,

@@ -386,7 +386,7 @@ BACKWARD_BAD = {
 }
 # backward's arguments that _backward_pointwise does not take, and the cases of
 # BACKWARD_BAD whose argument it takes too.
-POINTWISE_LEAVES_OUT = ("input_gate", "output_gate", "candidate_cell", "X", "weights")
+_POINTWISE_LEAVES_OUT = ("input_gate", "output_gate", "candidate_cell", "X", "weights")
 _POINTWISE_BAD = ("grad_h-1d", "grad_cell-shape", "gate_weights-shape")
 
 
@@ -426,7 +426,7 @@ def _bad_backward(package: str, pointwise: bool) -> Callable[[], list[Bad]]:
                 args = backward_args(device)
                 args[name] = factory(args, device)
                 if pointwise:
-                    for taken_by_backward_only in POINTWISE_LEAVES_OUT:
+                    for taken_by_backward_only in _POINTWISE_LEAVES_OUT:
                         del args[taken_by_backward_only]
                 calls.append(
                     Bad(tuple(args.values()), f"{package}.{op}: {message}", name=f"{case} {device}")

@@ -78,4 +78,6 @@ def describe() -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "load_before": load_average(),
         "governor": governor(),
+        # glibc's malloc tunables (benchmarks/run.py sets them): page faults or not
+        "malloc": os.environ.get("GLIBC_TUNABLES"),
     }

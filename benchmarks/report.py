@@ -339,6 +339,7 @@ def machine_section(runs: dict[str, dict]) -> str:
                 else ""
             )
             + (f"; governor {m['governor']}" if m.get("governor") else "")
+            + (f"; GLIBC_TUNABLES={m['malloc']}" if m.get("malloc") else "")
         )
     return "\n".join(lines)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -298,9 +299,12 @@ def test_the_rebuild_section_says_it_is_not_from_this_run(tmp_path):
 
 def test_the_header_records_load_and_governor():
     runs = _one_run([_m("toy", 1e-6, ours=True)])
-    runs["1.0.0"]["machine"].update(load_before=0.5, load_after=3.25, governor="performance")
+    runs["1.0.0"]["machine"].update(
+        load_before=0.5, load_after=3.25, governor="performance", malloc="glibc.malloc.x=1"
+    )
     text = report.render(runs)
     assert "; load average 0.5 before, 3.25 after; governor performance" in text
+    assert "; GLIBC_TUNABLES=glibc.malloc.x=1" in text
 
 
 def test_only_cases_of_one_family_share_a_line():
@@ -508,6 +512,7 @@ def test_a_killed_run_keeps_every_row_it_measured(tmp_path):
          "--device", "cpu", "--no-build-times", "--min-run-time", "0.2", "--rows", str(path),
          "--output", str(tmp_path / "never.json")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"},
     )  # fmt: skip
     deadline = time.monotonic() + 60
     try:
@@ -525,6 +530,9 @@ def test_a_killed_run_keeps_every_row_it_measured(tmp_path):
     assert 3 <= len(cases) < 12
     assert cases[:3] == [("n=1e+03", i) for i in ("add_ext", "torch.add", "eager alpha*x+y")]
     assert data["machine"]["cpu"] and data["packages"] == ["add_ext"]
+    # It re-executed itself with malloc's thresholds fixed (on glibc), and says so.
+    if sys.platform == "linux":
+        assert data["machine"]["malloc"] == run.ALLOCATOR
     # The report reads what was kept, and says the run was cut.
     text = report.render(report.load([path]))
     assert "## add_ext: add (cpu, float32)" in text

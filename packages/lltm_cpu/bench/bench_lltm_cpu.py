@@ -16,10 +16,12 @@ import lltm_bench
 
 PACKAGE = "lltm_cpu"
 SIZE_LABEL = lltm_bench.SIZE_LABEL  # the plots' x axis
-# Issue 32's goals: the autograd step at the tutorial shape within 1.15x of the GEMMs plus
-# torch.autograd.grad through a trivial graph (the "GEMM floor + autograd.grad" row: the
-# floor of any step through autograd, whose engine costs about as much as the GEMMs at this
-# shape), and at the large shape never slower than eager or torch.compile.
+# Issue 47's goals (issue 32's, with the large shape's eager goal made a tie): the autograd
+# step at the tutorial shape within 1.15x of the GEMMs plus torch.autograd.grad through a
+# trivial graph (the "GEMM floor + autograd.grad" row: the floor of any step through
+# autograd, whose engine costs about as much as the GEMMs at this shape); at the large
+# shape, where the same GEMMs are about nine tenths of every step, a tie with eager and
+# never slower than torch.compile.
 GOALS = [
     Goal(
         op="lltm forward+backward",
@@ -28,19 +30,26 @@ GOALS = [
         min_speedup=1 / 1.15,
         device="cpu",
         case=lltm_bench.case_name(lltm_bench.TUTORIAL),
-        note="issue 32: the autograd step within 1.15x of the GEMMs plus autograd.grad",
+        note="issue 47: the autograd step within 1.15x of the GEMMs plus autograd.grad",
     ),
-    *(
-        Goal(
-            op="lltm forward+backward",
-            ours=PACKAGE,
-            peer=peer,
-            min_speedup=1.0,
-            device="cpu",
-            case=lltm_bench.case_name(lltm_bench.LARGE),
-            note=f"issue 32: never slower than {peer} at the large shape",
-        )
-        for peer in ("eager", "torch.compile")
+    Goal(
+        op="lltm forward+backward",
+        ours=PACKAGE,
+        peer="eager",
+        min_speedup=0.97,
+        device="cpu",
+        case=lltm_bench.case_name(lltm_bench.LARGE),
+        note="issue 47: a tie with eager at the large shape",
+        tie=True,
+    ),
+    Goal(
+        op="lltm forward+backward",
+        ours=PACKAGE,
+        peer="torch.compile",
+        min_speedup=1.0,
+        device="cpu",
+        case=lltm_bench.case_name(lltm_bench.LARGE),
+        note="issue 47: never slower than torch.compile at the large shape",
     ),
 ]
 

@@ -20,7 +20,7 @@ heap for each other. At lltm_cpu's large shape (2-core AMD EPYC, torches 2.13.0,
 and 2.15.0, 2026-11-28; benchmarks/results/cpu/2026-11-28-epyc-lltm) its step's 15.7 MB
 weight gradient came back as fresh pages (3,840 minor faults, some 5 ms on a 15-20 ms
 step) in 8 to 19 of 61 steps when eager's steps ran between them, in 0 to 26 of 61 when it
-ran alone (eager alone: 0 to 4), and in 0 to 3, all early, with these thresholds.
+ran alone (eager alone: 0 to 4), and in 0 to 3 with these thresholds.
 What a row then measures is the order of the rows, not the code timed.
 The report prints the setting beside each machine.
 """

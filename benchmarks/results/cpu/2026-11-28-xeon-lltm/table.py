@@ -1,12 +1,17 @@
-"""The goal rows of lltm_cpu from the raw files here: speedup [range within the IQRs].
+"""The goal rows of lltm_cpu from the raw files here: speedup [range within the IQRs],
+computed as the report computes them (benchmarks/report.py).
 
-python table.py
+python table.py    # with torch installed (benchmarks.report imports the harness)
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
+from benchmarks.report import fmt_range, speedup, speedup_interval
 
 RAW = Path(__file__).parent / "raw"
 ROWS = [  # (op, case, peer)
@@ -20,18 +25,15 @@ ROWS = [  # (op, case, peer)
 def times(path: Path) -> dict:
     data = json.loads(path.read_text())
     return {
-        (m["op"], m["case"], m["impl"]): (m["seconds"], m["iqr"])
+        (m["op"], m["case"], m["impl"]): m
         for m in data["measurements"]
         if m["package"] == "lltm_cpu" and m["device"] == "cpu"
     }
 
 
 def cell(t: dict, op: str, case: str, peer: str) -> str:
-    ours, ours_iqr = t[(op, case, "lltm_cpu")]
-    other, other_iqr = t[(op, case, peer)]
-    low = (other - other_iqr / 2) / (ours + ours_iqr / 2)
-    high = (other + other_iqr / 2) / (ours - ours_iqr / 2)
-    return f"{other / ours:.2f}x [{low:.2f}, {high:.2f}]"
+    ours, other = t[(op, case, "lltm_cpu")], t[(op, case, peer)]
+    return fmt_range(speedup(ours, other), speedup_interval(ours, other))
 
 
 def main() -> None:

@@ -67,7 +67,9 @@ class Goal:
 
     By default: ours must be at least min_speedup times as fast as peer (time of peer /
     time of ours). With metric set, ours' extra[metric] must be at least min_speedup
-    instead (e.g. metric="fraction of copy", min_speedup=0.9).
+    instead (e.g. metric="fraction of copy", min_speedup=0.9). With max_extra_us set, a
+    budget: ours may take at most that many microseconds more than peer (a cost that does
+    not grow with the work, e.g. a call path; min_speedup is not used).
     """
 
     op: str
@@ -80,6 +82,7 @@ class Goal:
     note: str = ""
     # A tie: ours as fast as peer, within the noise min_speedup (< 1) allows.
     tie: bool = False
+    max_extra_us: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -167,6 +167,25 @@ def speedup_interval(ours: dict | None, peer: dict | None) -> tuple[float, float
     return low, high
 
 
+def extra_us(ours: dict | None, peer: dict | None) -> float | None:
+    """How many microseconds ours takes more than peer (a budget goal's value)."""
+    if not ours or not peer:
+        return None
+    return (ours["seconds"] - peer["seconds"]) * 1e6
+
+
+def extra_us_interval(ours: dict | None, peer: dict | None) -> tuple[float, float] | None:
+    """extra_us's range when each time may lie anywhere within half its IQR of its median;
+    (-inf, inf) where either time has no IQR."""
+    if not ours or not peer:
+        return None
+    if spread(ours) is None or spread(peer) is None:
+        return -math.inf, math.inf
+    half = (spread(ours) + spread(peer)) / 2
+    value = (ours["seconds"] - peer["seconds"]) * 1e6
+    return value - half * 1e6, value + half * 1e6
+
+
 def speedup(ours: dict | None, peer: dict | None) -> float | None:
     if not ours or not peer or not ours["seconds"] or not peer["seconds"]:
         return None
@@ -204,6 +223,19 @@ def judge(value: float | None, interval: tuple[float, float] | None, line: float
     if high < line:
         return "missed"
     # The IQRs straddle the goal line: this run cannot tell met from missed.
+    return "inconclusive"
+
+
+def judge_budget(interval: tuple[float, float] | None, budget: float) -> str | None:
+    """A budget goal's verdict: met where every extra the IQRs allow is within the budget,
+    missed where none is, inconclusive otherwise (None: not run)."""
+    if interval is None:
+        return None
+    low, high = interval
+    if high <= budget:
+        return "met"
+    if low > budget:
+        return "missed"
     return "inconclusive"
 
 
@@ -254,13 +286,18 @@ def judge_goals(runs: dict[str, dict], table) -> list[dict]:
             per_version = []
             for version in versions:
                 ours = impls.get(goal["ours"], {}).get(version)
-                if goal.get("metric"):
+                peer = impls.get(goal["peer"], {}).get(version)
+                if goal.get("max_extra_us") is not None:
+                    value, interval = extra_us(ours, peer), extra_us_interval(ours, peer)
+                    verdict = judge_budget(interval, goal["max_extra_us"])
+                elif goal.get("metric"):
                     value = ours["extra"].get(goal["metric"]) if ours else None
                     interval = None if value is None else (value, value)
+                    verdict = judge(value, interval, goal["min_speedup"])
                 else:
-                    peer = impls.get(goal["peer"], {}).get(version)
                     value, interval = speedup(ours, peer), speedup_interval(ours, peer)
-                per_version.append((value, interval, judge(value, interval, goal["min_speedup"])))
+                    verdict = judge(value, interval, goal["min_speedup"])
+                per_version.append((value, interval, verdict))
             judged.append(
                 {
                     "package": goal["package"],
@@ -268,13 +305,21 @@ def judge_goals(runs: dict[str, dict], table) -> list[dict]:
                     "cases": [f"{case} ({key[3]})"],
                     "per_version": per_version,
                     "verdict": combine([v for _, _, v in per_version]),
+                    "unit": "us" if goal.get("max_extra_us") is not None else "x",
                 }
             )
     return judged
 
 
-def fmt_range(value: float | None, interval: tuple[float, float] | None) -> str:
-    """A measured goal value with its range within the IQRs: "0.96x [0.95, 0.98]"."""
+def fmt_range(value: float | None, interval: tuple[float, float] | None, unit: str = "x") -> str:
+    """A measured goal value with its range within the IQRs: "0.96x [0.95, 0.98]", or for
+    a budget (unit "us") "+41.2 us [+30.5, +51.9]"."""
+    if unit == "us":
+        if value is None:
+            return "n/a"
+        if interval is None or math.isinf(interval[1]):
+            return f"{value:+.1f} us no IQR"
+        return f"{value:+.1f} us [{interval[0]:+.1f}, {interval[1]:+.1f}]"
     if interval is None:
         return fmt_ratio(value)
     low, high = interval
@@ -285,11 +330,16 @@ def fmt_range(value: float | None, interval: tuple[float, float] | None) -> str:
     return f"{fmt_ratio(value)} [{low:.2f}, {high:.2f}]"
 
 
-def fmt_judged(value: float | None, interval: tuple[float, float] | None, verdict: str | None):
+def fmt_judged(
+    value: float | None,
+    interval: tuple[float, float] | None,
+    verdict: str | None,
+    unit: str = "x",
+):
     """One version's cell of the goal table: "0.96x [0.95, 0.98] inconclusive"."""
     if verdict is None:
         return "not run"
-    return f"{fmt_range(value, interval)} {fmt_verdict(verdict)}"
+    return f"{fmt_range(value, interval, unit)} {fmt_verdict(verdict)}"
 
 
 def fmt_verdict(verdict: str) -> str:
@@ -303,7 +353,7 @@ def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
             entry["package"],
             entry["goal"],
             ", ".join(entry["cases"]),
-            *(fmt_judged(*cell) for cell in entry["per_version"]),
+            *(fmt_judged(*cell, entry.get("unit", "x")) for cell in entry["per_version"]),
             fmt_verdict(entry["verdict"]),
         ]
         for entry in judge_goals(runs, table)
@@ -311,6 +361,9 @@ def goal_rows(runs: dict[str, dict], table) -> list[list[str]]:
 
 
 def describe_goal(goal: dict) -> str:
+    if goal.get("max_extra_us") is not None:
+        return (f"{goal['op']} {goal['device']}: {goal['ours']} at most "
+                f"{goal['max_extra_us']:g} us over {goal['peer']}")  # fmt: skip
     if goal.get("tie"):
         return f"{goal['op']} {goal['device']}: {goal['ours']} ties {goal['peer']} (>= {goal['min_speedup']:.3g}x)"
     if goal.get("metric"):
@@ -408,7 +461,9 @@ def render(
         "## Goals",
         "",
         "The goals are those of the open issues. Each torch version's cell is our speedup, its",
-        "range [low, high] within the IQRs, and that version's verdict. " + VERDICT_RULE,
+        "range [low, high] within the IQRs, and that version's verdict; a budget goal's",
+        "cell (at most N us over a peer) is our time minus the peer's, in microseconds, with",
+        "its range. " + VERDICT_RULE,
         "",
     ]
     out.append(
@@ -625,7 +680,7 @@ def gpu_rows_section(path: Path, name: str | None = None) -> list[str]:
             out += ["", markdown_table(
                 ["package", "goal", "case", "measured", "verdict"],
                 [[e["package"], e["goal"], e["cases"][0],
-                  fmt_range(*e["per_version"][0][:2]),
+                  fmt_range(*e["per_version"][0][:2], e.get("unit", "x")),
                   fmt_verdict(e["verdict"])] for e in judged],
             )]  # fmt: skip
         if not_measured:
@@ -813,7 +868,8 @@ def plot(runs: dict[str, dict], out_dir: Path) -> dict[tuple, Path] | None:
             for goal in goals:
                 if (goal["package"], goal["op"], goal["device"]) != (package, op, device):
                     continue
-                if goal.get("metric") or goal["ours"] != ours_name or goal["peer"] not in colour:
+                if (goal.get("metric") or goal.get("max_extra_us") is not None
+                        or goal["ours"] != ours_name or goal["peer"] not in colour):  # fmt: skip
                     continue
                 if goal.get("case") is None:
                     top.axhline(goal["min_speedup"], color=colour[goal["peer"]], linestyle="--",

@@ -290,6 +290,25 @@ def test_goal_verdicts_account_for_the_spread(eager_seconds, eager_iqr, verdict)
     assert row[-1] == verdict
 
 
+@pytest.mark.parametrize(
+    ("ours_seconds", "ours_iqr", "cell"),
+    [
+        (18e-6, 0.0, "+8.0 us [+8.0, +8.0] met"),  # 8 us over a 10 us peer
+        (21e-6, 0.0, "+11.0 us [+11.0, +11.0] **missed**"),
+        (18e-6, 4e-6, "+8.0 us [+6.0, +10.0] inconclusive"),  # within the IQR: 6 to 10 us
+        (30e-6, 4e-6, "+20.0 us [+18.0, +22.0] **missed**"),
+    ],
+)
+def test_a_budget_goal_is_judged_on_the_microseconds_over_its_peer(ours_seconds, ours_iqr, cell):
+    goal = {**GOALS[0], "min_speedup": 0.0, "max_extra_us": 9.0}
+    runs = _one_run(
+        [_m("toy", ours_seconds, ours=True, iqr=ours_iqr), _m("eager", 10e-6)], goals=[goal]
+    )
+    row = next(r for r in rows_of(report.render(runs), "toy") if "us over" in r[1])
+    assert row[1] == "axpy cpu: toy at most 9 us over eager"
+    assert row[-2:] == [cell, cell.split(" ", 4)[-1]]
+
+
 def test_the_rebuild_section_says_it_is_not_from_this_run(tmp_path):
     raw_text = "# add_ext, torch 2.13.0+cpu, 2 cores\noff first 100\non first 110\n"
     (tmp_path / "rebuilds.txt").write_text(raw_text)

@@ -63,8 +63,29 @@ _TIES = tuple(
     for n in (1024, 4096)
     for f_in, f_out in ((512, 64), (64, 512))
 )
+# Issue 47: at N = 1024 the tie is out of reach by what the stable ABI's call path costs
+# (a Python autograd kernel, the boxed dispatcher calls), paid cold after each product
+# has flushed the caches; a budget in microseconds holds it instead. The issue sets it
+# against the full-ABI build of the same op, which `nox -s abi_overhead` measures hot
+# (that build's call costs 0.3 us over addmm's, hot); the bench has no full-ABI build, so
+# its peer is eager addmm, the same GEMMs.
+_BUDGETS = tuple(
+    Goal(
+        op=op,
+        ours="gc_cpp",
+        peer=EAGER_BEST,
+        min_speedup=0.0,
+        device="cpu",
+        case=_case(1024, f_in, f_out),
+        note="issue 47: the stable ABI's call cost, cold",
+        max_extra_us=budget,
+    )
+    for op, budget in (("graph_conv dense", 9.0), ("graph_conv dense fwd+bwd", 45.0))
+    for f_in, f_out in ((512, 64), (64, 512))
+)
 GOALS = [
     *_TIES,
+    *_BUDGETS,
     *(
         Goal(
             op="graph_conv dense",

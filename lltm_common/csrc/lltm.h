@@ -25,7 +25,9 @@
 #include <ATen/ops/mm.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceType.h>
+#include <c10/core/DispatchKeySet.h>
 #include <c10/core/SymInt.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <shared_build/checks.h>
 #include <torch/library.h>
 
@@ -301,6 +303,12 @@ void check_device_type(Run run, const char* op, const Tensor& t) {
               t.device());
 }
 
+// Autocast off for the ATen ops a kernel calls: an LLTM op computes in its
+// inputs' dtype, as its Meta kernel says (torch.compile and torch.export trace
+// that), so under torch.autocast its addmm must not hand the fused pass gates
+// of another dtype. Each kernel below holds one for its whole body.
+using NoAutocast = c10::impl::ExcludeDispatchKeyGuard;
+
 // The forward kernel: the device's (registered under its key), the Meta
 // kernel's shapes (forward_meta) or, for every other device type, the checks
 // and the hint (registered under CompositeExplicitAutograd).
@@ -311,6 +319,7 @@ ForwardResult forward_kernel(const Tensor& input,
                              const Tensor& old_h,
                              const Tensor& old_cell) {
   const char* op = op_name<Device, Op::kForward>();
+  const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
   const LltmSizes sizes =
       checked_forward_sizes(op, input, weights, bias, old_h, old_cell);
   check_device_type<Device>(run, op, input);
@@ -374,6 +383,7 @@ PointwiseResult backward_pointwise_kernel(const Tensor& grad_h,
                                           const Tensor& new_cell,
                                           const Tensor& gate_weights) {
   const char* op = op_name<Device, Op::kBackwardPointwise>();
+  const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
   const LltmSizes sizes = checked_backward_pointwise_sizes(
       op, grad_h, grad_cell, new_cell, gate_weights);
   check_device_type<Device>(run, op, grad_h);
@@ -392,6 +402,7 @@ BackwardResult backward_kernel(const Tensor& grad_h,
                                const Tensor& gate_weights,
                                const Tensor& weights) {
   const char* op = op_name<Device, Op::kBackward>();
+  const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
   const LltmSizes sizes = checked_backward_sizes(op,
                                                  grad_h,
                                                  grad_cell,

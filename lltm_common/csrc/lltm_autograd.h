@@ -115,6 +115,9 @@ class LltmFunction : public torch::autograd::Function<LltmFunction<Device>> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    // Its GEMMs in the saved tensors' dtype, as forward's, even when backward
+    // runs inside torch.autocast.
+    const NoAutocast no_autocast(c10::autocast_dispatch_keyset);
     Tensor grad_h = grads[0];
     Tensor grad_cell = grads[1];
     if (!grad_h.defined() && !grad_cell.defined()) {

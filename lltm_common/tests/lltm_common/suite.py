@@ -189,6 +189,23 @@ def test_double_backward_raises(impl):
         d_weights.sum().backward()
 
 
+def test_autocast_leaves_the_ops_in_their_inputs_dtype(impl):
+    # The ops compute in their inputs' dtype, as their Meta kernels (and so torch.compile)
+    # say: under torch.autocast their GEMMs stay float32. Before, the forward's addmm was
+    # autocast and its lower-precision gates stopped the fused pass with "expected scalar
+    # type Float but found BFloat16".
+    inputs = [t.requires_grad_() for t in impl.inputs(3, 4, 5)]
+    plain = impl.package.forward(*inputs)
+    want = torch.autograd.grad(plain[:2], inputs, [torch.ones_like(plain[0])] * 2)
+    low = torch.bfloat16 if impl.device == "cpu" else torch.float16
+    with torch.autocast(impl.device, dtype=low):
+        under = impl.package.forward(*inputs)
+        got = torch.autograd.grad(under[:2], inputs, [torch.ones_like(under[0])] * 2)
+    assert [t.dtype for t in under] == [torch.float32] * len(under)
+    for a, b in zip([*plain, *want], [*under, *got], strict=True):
+        torch.testing.assert_close(b, a)
+
+
 def test_no_grad_and_inference_mode(impl):
     inputs = [t.requires_grad_() for t in impl.inputs(3, 4, 5)]
     with torch.no_grad():

@@ -92,6 +92,27 @@ def test_gradient_only_for_inputs_that_need_it(order, which):
             assert t.grad is None
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_leaves_graph_conv_in_its_inputs_dtype(device):
+    # graph_conv computes in its inputs' dtype, as its fake kernel (and so torch.compile)
+    # says: under torch.autocast its products stay float32, eager and compiled alike.
+    # Before, eager's products were autocast (bfloat16 out of float32 inputs on the CPU).
+    adj, x, weight, b = (t.float().to(device) for t in make_inputs("x@w-first"))
+    weight.requires_grad_(True)
+    plain = gc_cpp.graph_conv(adj, x, weight, b)
+    (want,) = torch.autograd.grad(plain.sum(), weight)
+    low = torch.bfloat16 if device == "cpu" else torch.float16
+    compiled = torch.compile(gc_cpp.graph_conv, fullgraph=True, backend="aot_eager")
+    with torch.autocast(device, dtype=low):
+        eager = gc_cpp.graph_conv(adj, x, weight, b)
+        (got,) = torch.autograd.grad(eager.sum(), weight)
+        traced = compiled(adj, x, weight, b)
+    assert eager.dtype == traced.dtype == got.dtype == torch.float32
+    assert_close(eager, plain)
+    assert_close(traced, plain)
+    assert_close(got, want)
+
+
 def test_no_graph_without_grad():
     adj, x, weight, b = make_inputs("x@w-first")
     assert gc_cpp.graph_conv(adj, x, weight, b).grad_fn is None

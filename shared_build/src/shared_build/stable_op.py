@@ -19,13 +19,17 @@ from typing import Any
 
 import torch
 
-__all__ = ["below_autograd", "register"]
+__all__ = ["below_autograd", "no_autocast", "register"]
 
 _BACKEND_SELECT = torch._C.DispatchKey.BackendSelect
 # Below the Autograd kernel, which has run the check: past BackendSelect, whose kernel
 # would run it again.
 _BELOW_AUTOGRAD = torch._C._after_autograd_keyset.remove(_BACKEND_SELECT)
 _BELOW_BACKEND_SELECT = torch._C._dispatch_keyset_full_after(_BACKEND_SELECT)
+# The autocast keys an op's kernels run without (see _without_autocast).
+_AUTOCAST = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU) | torch._C.DispatchKeySet(
+    torch._C.DispatchKey.AutocastCUDA
+)
 _REQUIRED = object()
 # One IMPL library per namespace, alive as long as the process: its registrations go
 # when it is collected.
@@ -37,6 +41,13 @@ def below_autograd(op: Any, keyset: Any, *args: Any) -> Any:
     kernels: the backend kernels of the op library (CPU, CUDA, Meta ...). ``keyset`` is
     the one the autograd callable of :func:`register` received."""
     return op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+
+
+def no_autocast() -> Any:
+    """A context in which the ATen ops called run without torch.autocast: for an op's
+    backward in Python, which computes in the saved tensors' dtype as its forward did,
+    even when backward is called inside an autocast region."""
+    return torch._C._ExcludeDispatchKeyGuard(_AUTOCAST)
 
 
 def register(
@@ -65,6 +76,8 @@ def register(
     where the C++ kernels check the arguments themselves (for callers without Python).
 
     Every argument reaches ``check`` and ``autograd`` positionally, defaults filled in.
+    Under torch.autocast the op runs as it is, in its inputs' dtype, autocast off for the
+    ATen ops its kernels call.
     """
     namespace, name = qualname.split("::")
     op = getattr(getattr(torch.ops, namespace), name).default
@@ -85,6 +98,21 @@ def register(
     )
     if check is not None:
         lib.impl(name, _checked_kernel(op, complete, check), "BackendSelect", with_keyset=True)
+    for key in ("AutocastCPU", "AutocastCUDA"):
+        lib.impl(name, _without_autocast(op), key)
+
+
+def _without_autocast(op: Any) -> Callable[..., Any]:
+    """The op's kernel under torch.autocast (the only calls that reach it): the op, with
+    autocast off for the ATen ops its kernels call. An op computes in its inputs' dtype,
+    as its fake kernel says and torch.compile traces; without this its products would be
+    autocast in eager only (bfloat16 out of float32 inputs under CPU autocast)."""
+
+    def kernel(*args, **kwargs):
+        with no_autocast():
+            return op(*args, **kwargs)
+
+    return kernel
 
 
 def _completer(op: Any) -> Callable[[tuple, dict], tuple]:

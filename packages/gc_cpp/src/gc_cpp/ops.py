@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from ._build_info import c10_name
-from ._stable_op import below_autograd, register
+from ._stable_op import below_autograd, no_autocast, register
 
 __all__ = ["backward", "forward", "graph_conv", "normalize_adjacency", "weight_grad"]
 
@@ -389,6 +389,12 @@ class _GraphConvFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        # The products in the forward's dtype, also inside an autocast region.
+        with no_autocast():
+            return _GraphConvFunction._backward(ctx, grad)
+
+    @staticmethod
+    def _backward(ctx, grad):
         adj, x, weight, intermediate = ctx.saved_tensors
         x_first = ctx.x_first
         _, need_adj, need_x, need_weight, need_bias = ctx.needs_input_grad

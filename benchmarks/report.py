@@ -177,13 +177,13 @@ def extra_us(ours: dict | None, peer: dict | None) -> float | None:
 def extra_us_interval(ours: dict | None, peer: dict | None) -> tuple[float, float] | None:
     """extra_us's range when each time may lie anywhere within half its IQR of its median;
     (-inf, inf) where either time has no IQR."""
-    if not ours or not peer:
+    value = extra_us(ours, peer)
+    if value is None:
         return None
     if spread(ours) is None or spread(peer) is None:
         return -math.inf, math.inf
-    half = (spread(ours) + spread(peer)) / 2
-    value = (ours["seconds"] - peer["seconds"]) * 1e6
-    return value - half * 1e6, value + half * 1e6
+    half = (spread(ours) + spread(peer)) / 2 * 1e6
+    return value - half, value + half
 
 
 def speedup(ours: dict | None, peer: dict | None) -> float | None:

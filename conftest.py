@@ -7,25 +7,10 @@ skip and of the device parametrisation.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-# Import the real shared_build before pytest collects shared_build/tests: in importlib mode
-# pytest would otherwise register the repository folder shared_build/ (no __init__.py) as an
-# empty namespace module of that name. Its source folder serves where it is not installed.
-sys.path.append(str(Path(__file__).resolve().parent / "shared_build" / "src"))
-import shared_build  # noqa: F401
-
-# The cuda/slow markers and the CUDA skip, one definition with every package's conftest.py
-# (an sdist's tests use them without this file).
-from shared_build.testing import (  # noqa: F401
-    file_scope,
-    pytest_collection_modifyitems,
-    pytest_configure,
-)
+from shared_build.testing import file_scope
 
 # Test functions whose cases pytest-xdist may hand to different workers, where a file's tests
 # otherwise run on one (--dist loadfile): each case is long (30-120 s) and works in its own

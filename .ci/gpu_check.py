@@ -18,7 +18,7 @@ correctness first, each ending by its deadline within the budget (seconds from t
              then the tests that need most of the GPU's memory (past 2^31 elements), alone
   sanitize   compute-sanitizer memcheck and initcheck over the CUDA tests of each package
              with CUDA kernels; racecheck and synccheck where kernels share memory
-  bench      the headline CUDA rows (benchmarks/run.py --headline), each written as measured
+  bench      the headline CUDA rows (benchmarks.run --headline), each written as measured
 
 summary.txt gets one line per result as it comes; verdict.txt is rewritten at every step.
 Exit status: 0 every step ran in full and passed; 1 a defect (a failure, a crash, a sanitizer
@@ -87,8 +87,8 @@ INITCHECK_BLIND = {
     "lltm_cuda": {"dtypes": ("float16", "bfloat16"), "tests": ("grid_stride",)},
 }
 DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
-# What a test run's python imports from here: the results plugin and shared_build.
-TEST_PATH = f"{ROOT / '.ci'}{os.pathsep}{ROOT / 'shared_build' / 'src'}"
+# What a test run's python imports from here: the results plugin (shared_build is installed).
+TEST_PATH = str(ROOT / ".ci")
 PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
 
 
@@ -279,6 +279,17 @@ def preflight(check: Check) -> bool:
     # these name the compiler.
     check.env.update(CXX=cxx, LDSHARED=f"{cxx} -shared", LDCXXSHARED=f"{cxx} -shared")
     make_venv(check)
+    # shared_build, every package's build requirement and the tests' pytest plugin, built
+    # offline with the setuptools the machine has.
+    installed = capture(
+        check.python, *PIP_INSTALL.split(), str(ROOT / "shared_build"), env=check.env
+    )
+    if installed.returncode:
+        check.say("preflight: FAILED: shared_build does not install (facts.txt)")
+        (check.out / "facts.txt").open("a").write(
+            installed.stdout[-3000:] + installed.stderr[-3000:]
+        )
+        return False
     probe = capture(check.python, str(ROOT / ".ci" / "gpu_facts.py"), env=check.env)
     try:
         found = json.loads(probe.stdout.splitlines()[-1])
@@ -673,10 +684,12 @@ def step_bench(check: Check) -> str:
     goal verdicts (bench-report.md). A missed goal is information, not a defect."""
     rows = check.out / "bench-rows.jsonl"
     only = [a for p in check.packages for a in ("--only", p)]
-    command = [check.python, "benchmarks/run.py", "--headline", "--rows", str(rows), *only]
+    command = [check.python, "-m", "benchmarks.run", "--headline", "--rows", str(rows), *only]
     job = Job("bench", command, check.out / "bench.log", {**check.env, "PYTHONUNBUFFERED": "1"})
     run_jobs([job], check.deadline("bench"), 1)
-    report = capture(check.python, "benchmarks/report.py", "--gpu-rows", str(rows), env=check.env)
+    report = capture(
+        check.python, "-m", "benchmarks.report", "--gpu-rows", str(rows), env=check.env
+    )
     (check.out / "bench-report.md").write_text(report.stdout + report.stderr)
     records = [json.loads(line) for line in lines_of(rows) if line.strip().endswith("}")]
     measured = sum(r["kind"] == "measurement" for r in records)
@@ -738,9 +751,7 @@ def plan(check: Check) -> list[str]:
                     + (f" ({env})" if env else "")
                 )
         else:
-            lines.append(
-                "    benchmarks/run.py --device cuda --headline, rows into bench-rows.jsonl"
-            )
+            lines.append("    benchmarks.run --device cuda --headline, rows into bench-rows.jsonl")
     return lines
 
 

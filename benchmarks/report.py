@@ -1,8 +1,8 @@
 """Merge raw benchmark files (one per torch version) into one report.
 
-    python benchmarks/report.py --output-dir benchmarks/results raw/torch-2.13.0.json raw/torch-2.14.1.json
-    python benchmarks/report.py --from-raw    # re-render the committed report from its raw files
-    python benchmarks/report.py --gpu-rows OUT/bench-rows.jsonl   # a GPU run's section only
+    python -m benchmarks.report --output-dir benchmarks/results raw/torch-2.13.0.json raw/torch-2.14.1.json
+    python -m benchmarks.report --from-raw    # re-render the committed report from its raw files
+    python -m benchmarks.report --gpu-rows OUT/bench-rows.jsonl   # a GPU run's section only
 
 Writes report.md (also printed), results.json (every raw figure, by torch version) and, where
 matplotlib is installed, one PNG per op under plots/ (linked from the report): our speedup
@@ -21,18 +21,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from benchmarks import rows
+from benchmarks.harness import MIN_SAMPLES, format_seconds
 
-from benchmarks import rows  # noqa: E402
-from benchmarks.harness import MIN_SAMPLES, format_seconds  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 REGRESSION = 1.10  # a time more than 10% above the first version's is flagged
 
 
 def load(paths: list[Path]) -> dict[str, dict[str, Any]]:
-    """{torch version: raw report}, in the order given: benchmarks/run.py's JSON files, or its
+    """{torch version: raw report}, in the order given: benchmarks.run's JSON files, or its
     rows files (.jsonl, also of a run killed midway; a later run of one torch wins)."""
     runs = {}
     for path in paths:
@@ -416,7 +414,7 @@ def render(
     if source:
         out += [
             "**The numbers are those of the last published run** (its machine and date below), "
-            f"re-rendered from its raw files in `{source}` by `python benchmarks/report.py "
+            f"re-rendered from its raw files in `{source}` by `python -m benchmarks.report "
             "--from-raw`: nothing was timed for this rendering.",
             "",
         ]
@@ -588,7 +586,7 @@ def gpu_section(folder: Path) -> list[str]:
     """The committed results of GPU runs (.ci/gpu_check.sh's bench step on a lent GPU
     machine), each named by its date, machine and torch: CI has no GPU, so no report run
     measures CUDA here; these say where CUDA figures come from and when. A .log is the
-    step's output (listed); a .jsonl its rows file (benchmarks/run.py --rows), shown with
+    step's output (listed); a .jsonl its rows file (benchmarks.run --rows), shown with
     the machine, the date and the CUDA goals' verdicts."""
     logs = sorted(folder.glob("*.log")) if folder.is_dir() else []
     rows_files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
@@ -600,7 +598,7 @@ def gpu_section(folder: Path) -> list[str]:
         "",
         "Not measured by this run: the bench step of `.ci/gpu_check.sh` on a GPU machine, "
         "committed as its log (first lines: the machine and what was cut short) or as its "
-        "rows file (`benchmarks/run.py --rows`: every row written as it was measured).",
+        "rows file (`benchmarks.run --rows`: every row written as it was measured).",
         "",
     ]
     for log in logs:
@@ -921,7 +919,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "raw", nargs="*", type=Path, help="raw files from benchmarks/run.py (--output or --rows)"
+        "raw", nargs="*", type=Path, help="raw files from benchmarks.run (--output or --rows)"
     )
     parser.add_argument("--output-dir", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--no-plots", action="store_true")
@@ -935,7 +933,7 @@ def main() -> int:
         "--gpu-rows",
         nargs="+",
         type=Path,
-        help="print only the GPU section for these rows files (benchmarks/run.py --rows), "
+        help="print only the GPU section for these rows files (benchmarks.run --rows), "
         "also of a run that was cut short; writes nothing",
     )
     args = parser.parse_args()

@@ -1,11 +1,13 @@
 """Run every package's benchmark in this Python environment and write one raw JSON file.
 
-    python benchmarks/run.py --output benchmarks/results/raw/torch-2.13.0.json [--quick]
+    python -m benchmarks.run --output benchmarks/results/raw/torch-2.13.0.json [--quick]
         [--only add_ext] [--no-build-times] [--skipped '{"lltm_cuda": "why"}']
-    python benchmarks/run.py --headline --rows OUT/bench-rows.jsonl [--output OUT/bench.json]
-    python benchmarks/run.py --headline --plan       # the rows it would time; no GPU needed
+    python -m benchmarks.run --headline --rows OUT/bench-rows.jsonl [--output OUT/bench.json]
+    python -m benchmarks.run --headline --plan       # the rows it would time; no GPU needed
 
-Called by `nox -s bench` once per torch version; benchmarks/report.py merges the files.
+(from the repository's root, in an environment with the packages installed).
+
+Called by `nox -s bench` once per torch version; benchmarks.report merges the files.
 Benchmarks live in packages/<name>/bench/bench_<name>.py (see benchmarks/harness.py).
 --headline times only each benchmark's HEADLINE rows, on CUDA, with short timing: the GPU
 check's bench. --rows appends every row to a JSON Lines file the moment it is measured
@@ -40,15 +42,15 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 # glibc's largest mmap threshold (32 MiB), and a trim threshold no heap reaches: a freed
 # block stays in the heap for the next call.
 ALLOCATOR = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
 if __name__ == "__main__" and sys.platform == "linux" and "GLIBC_TUNABLES" not in os.environ:
     os.execve(
-        sys.executable, [sys.executable, *sys.argv], {**os.environ, "GLIBC_TUNABLES": ALLOCATOR}
+        sys.executable,
+        [sys.executable, "-m", "benchmarks.run", *sys.argv[1:]],
+        {**os.environ, "GLIBC_TUNABLES": ALLOCATOR},
     )
 
 from benchmarks import machine  # noqa: E402

@@ -126,9 +126,11 @@ def missing_requirement(name: str, path: str) -> str | None:
 
 
 def missing_requirements(example: Example, path: str | None = None) -> str | None:
-    """Every unmet requirement of the example, joined, or None when all are met."""
+    """Every unmet requirement of the example, torch first (every example needs it), joined,
+    or None when all are met."""
     path = child_path() if path is None else path
-    reasons = [r for r in (missing_requirement(n, path) for n in example.requires) if r]
+    names = dict.fromkeys(("torch", *example.requires))
+    reasons = [r for r in (missing_requirement(n, path) for n in names) if r]
     return "; ".join(reasons) or None
 
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-# How nox installs (shared_build.workspace.suites.pytest_env): its installer (uv) and its cache.
+# How nox installs (the noxfile's pytest_env): its installer (uv) and its cache.
 NOX_INSTALLER = json.loads(os.environ.get("REPO_INSTALLER") or "[]")
 
 
@@ -25,12 +25,19 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def clean_env(tmp_path_factory) -> Path:
-    """A new virtual environment with this torch and the build tools, nothing of ours."""
+    """A new virtual environment with this torch, the build tools and shared_build (every
+    package's build requirement, from the checkout), nothing else of ours."""
     path = tmp_path_factory.mktemp("clean") / "venv"
     venv.create(path, with_pip=True)
     python = path / "bin" / "python"
     version = torch.__version__.split("+")[0]
-    requirements = [f"torch=={version}", "setuptools>=77", "ninja", "packaging"]
+    requirements = [
+        f"torch=={version}",
+        "setuptools>=77",
+        "ninja",
+        "packaging",
+        str(ROOT / "shared_build"),
+    ]
     if NOX_INSTALLER:
         # nox's installer (uv) takes torch from its cache, the very file this environment
         # was made from: a CUDA torch is GBs, not to be downloaded twice in one run.

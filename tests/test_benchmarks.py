@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import report
 
-from benchmarks import report  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MACHINE = {
     "cpu": "Test CPU",
@@ -167,9 +166,9 @@ def test_machine_builds_and_notes_are_reported(raw_files):
 
 def _report_command(raw_files: list[Path], out: Path, env: dict[str, str] | None = None):
     return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "report.py"), "--output-dir", str(out),
+        [sys.executable, "-m", "benchmarks.report", "--output-dir", str(out),
          *map(str, raw_files)],
-        capture_output=True, text=True, check=False, env=env,
+        capture_output=True, text=True, check=False, env=env, cwd=ROOT,
     )  # fmt: skip
 
 
@@ -527,10 +526,10 @@ def test_a_killed_run_keeps_every_row_it_measured(tmp_path):
     path = tmp_path / "rows.jsonl"
     # add_ext on the CPU, 12 rows of at least 0.2 s each: killed after its first case.
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--only", "add_ext",
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "add_ext",
          "--device", "cpu", "--no-build-times", "--min-run-time", "0.2", "--rows", str(path),
          "--output", str(tmp_path / "never.json")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
         env={k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"},
     )  # fmt: skip
     deadline = time.monotonic() + 60

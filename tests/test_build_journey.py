@@ -36,19 +36,18 @@ def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None):
 
 
 def make_package(tmp_path: Path, source: str = "") -> Path:
-    """tmp_path/repo/packages/tiny_op, beside a link to this repository's shared_build."""
+    """tmp_path/repo/packages/tiny_op, its setup.py add_ext's."""
     repo = tmp_path / "repo"
     root = repo / "packages" / "tiny_op"
     (root / "src" / "tiny_op").mkdir(parents=True)
     (root / "csrc").mkdir()
-    (repo / "shared_build").symlink_to(ROOT / "shared_build")
     shutil.copy(ROOT / "packages" / "add_ext" / "setup.py", root / "setup.py")
     (root / "src" / "tiny_op" / "__init__.py").write_text("")
     (root / "pyproject.toml").write_text(
         textwrap.dedent(
             """
             [build-system]
-            requires = ["setuptools>=77", "ninja"]
+            requires = ["setuptools>=77", "ninja", "shared_build"]
             build-backend = "setuptools.build_meta"
 
             [project]
@@ -137,14 +136,18 @@ def test_shared_build_dir_keeps_the_objects_for_the_next_build(tmp_path):
 
 @pytest.fixture(scope="module")
 def no_torch_python(tmp_path_factory) -> tuple[Path, Path]:
-    """A virtual environment without torch, and a wheelhouse with only the build tools."""
+    """A virtual environment without torch, and a wheelhouse with only the build tools
+    (shared_build's wheel among them)."""
     base = tmp_path_factory.mktemp("no_torch")
     wheelhouse = base / "wheelhouse"
     download = run(
         sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheelhouse),
-        "setuptools>=77", "ninja",
+        "setuptools>=77", "ninja", "packaging",
     )  # fmt: skip
     assert download.returncode == 0, download.stderr[-3000:]
+    shared = run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheelhouse),
+                 str(ROOT / "shared_build"))  # fmt: skip
+    assert shared.returncode == 0, shared.stderr[-3000:]
     venv.create(base / "venv", with_pip=True)
     return base / "venv" / "bin" / "python", wheelhouse
 
@@ -193,7 +196,7 @@ def test_sdist_builds_through_the_hooks_without_torch(tmp_path, no_torch_python)
     python, wheelhouse = no_torch_python
     tools = run(
         str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse),
-        "setuptools>=77", "ninja", env=offline_env(),
+        "setuptools>=77", "ninja", "shared_build", env=offline_env(),
     )  # fmt: skip
     assert tools.returncode == 0, tools.stderr[-3000:]
     assert run(str(python), "-c", "import torch").returncode != 0
@@ -206,5 +209,5 @@ def test_sdist_builds_through_the_hooks_without_torch(tmp_path, no_torch_python)
     with tarfile.open(out / "tiny_op-0.1.0.tar.gz") as sdist:
         names = sdist.getnames()
     assert {"tiny_op-0.1.0/PKG-INFO", "tiny_op-0.1.0/csrc/tiny_op.cpp"} <= set(names)
-    assert "tiny_op-0.1.0/_vendor/shared_build/setup_helpers.py" in names
+    assert not any("_vendor" in name for name in names), "shared_build is a build requirement"
     assert files_under(root) == before  # no src/tiny_op.egg-info either

@@ -36,7 +36,7 @@ REBUILD_COMMAND = "from add_ext import _build_info as b; print(b.rebuild_command
 # Group "packaging": nox runs it under the second-newest torch of the matrix (a CUDA build,
 # so the sdist compiles CUDA kernels too), in the other CI lane than the scaffold builds.
 pytestmark = [pytest.mark.slow, pytest.mark.once("packaging")]
-# nox names the wheels it built here (shared_build.workspace.suites.pytest_env); without nox, the wheel is built
+# nox names the wheels it built here (the noxfile's pytest_env); without nox, the wheel is built
 # here. The clean environment is tests/conftest.py's.
 NOX_WHEELS = json.loads(os.environ.get("REPO_WHEELS") or "{}")
 
@@ -93,11 +93,11 @@ def test_wheel_installs_and_imports_in_a_clean_env(artifacts, clean_env):
 
 
 def test_sdist_builds_without_the_repository(artifacts, clean_env, tmp_path, unpack_sdist):
-    """The sdist carries shared_build: it builds from a folder with no repository around it,
-    and its own tests pass from the extracted sdist against that install: add_ext stands for
-    the packages whose tests/conftest.py takes the cuda/slow markers and the CUDA skip from
-    the vendored shared_build.testing (without them its cuda-marked tests fail on a machine
-    with no GPU). One build of the sdist serves both checks.
+    """The sdist builds from a folder with no repository around it (shared_build, its build
+    requirement, installed), and its own tests pass from the extracted sdist against that
+    install: the cuda/slow markers and the CUDA skip come from shared_build's pytest plugin
+    (without them its cuda-marked tests fail on a machine with no GPU). One build of the
+    sdist serves both checks.
 
     One GPU architecture is enough to prove it (the package installs of the test session
     build the default list): 1 minute instead of 3 on the 2-core CI machine."""
@@ -123,7 +123,15 @@ def _extracted_tests_pass(clean_env: Path, source: Path, name: str) -> None:
     test_requires = tomllib.loads((ROOT / "packages" / name / "pyproject.toml").read_text())[
         "project"
     ]["optional-dependencies"]["test"]
-    run(str(clean_env), "-m", "pip", "install", "-q", *test_requires)
+    # shared_build is in the clean environment already (from the checkout; no index has it).
+    run(
+        str(clean_env),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        *(r for r in test_requires if r != "shared_build"),
+    )
     # From the extracted folder, as its user would: no repository conftest.py above it.
     result = run(
         str(clean_env), "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider",
@@ -135,9 +143,22 @@ def _extracted_tests_pass(clean_env: Path, source: Path, name: str) -> None:
         assert " skipped" in result.stdout, result.stdout[-3000:]
 
 
-def test_isolated_build_says_to_use_no_build_isolation(clean_env):
-    """pip's default isolated build hides torch; the failure must say what to do."""
-    result = run(str(clean_env), "-m", "pip", "install", "--no-deps", str(PACKAGE), check=False)
+def test_isolated_build_says_to_use_no_build_isolation(clean_env, tmp_path):
+    """pip's default isolated build hides torch; the failure must say what to do (with
+    shared_build, the build requirement, where pip finds it: a wheelhouse or an index)."""
+    run(
+        str(clean_env),
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "-w",
+        str(tmp_path),
+        str(ROOT / "shared_build"),
+    )
+    result = run(str(clean_env), "-m", "pip", "install", "--no-deps", "--find-links", str(tmp_path),
+                 str(PACKAGE), check=False)  # fmt: skip
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert "needs torch, which is not importable in this build environment" in output, output[
@@ -149,7 +170,7 @@ def test_isolated_build_says_to_use_no_build_isolation(clean_env):
 def test_sdist_tests_run_alone(tmp_path, clean_env, sdist_of, unpack_sdist):
     """An extracted sdist installs from its folder and its tests run with only the package
     and its test dependencies installed: lltm_cpu's suite is one source with lltm_cuda's
-    (lltm_common/), which the sdist vendors, as it vendors shared_build. (add_ext's
+    (lltm_common/), which the sdist carries in its tests/ folder. (add_ext's
     extracted tests run in test_sdist_builds_without_the_repository.)"""
     name = "lltm_cpu"
     source = unpack_sdist(sdist_of(name, tmp_path), tmp_path)

@@ -117,6 +117,17 @@ def test_requirements_are_modules_or_programs() -> None:
     assert "needs no_such_thing_4a7c" in reason
 
 
+def test_every_example_needs_torch(monkeypatch) -> None:
+    """Without torch no example is ready, though no `# requires:` line names it."""
+    real = run_all.importlib.util.find_spec
+    monkeypatch.setattr(
+        run_all.importlib.util, "find_spec", lambda n: None if n == "torch" else real(n)
+    )
+    (first, *_) = run_all.discover()
+    assert "torch" not in first.requires
+    assert run_all.missing_requirements(first).startswith("needs torch, which is neither")
+
+
 def test_runs_in_order_with_fresh_workdir_and_python_first(tmp_path: Path) -> None:
     check = (
         'test "$(command -v python)" = "$EXPECTED_PYTHON"\n'

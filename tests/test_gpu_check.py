@@ -412,9 +412,8 @@ def test_preflight_fails_with_a_sentence_where_no_compiler_links_the_shared_libs
 MINI = {
     "pyproject.toml": '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
     '[project]\nname = "mini"\nversion = "0.1.0"\n[tool.shared_build]\n',
-    "setup.py": "import sys\nfrom pathlib import Path\nfrom setuptools import setup\n"
-    "here = Path(__file__).resolve().parent\nsys.path[:0] = [str(here.parents[1] / 'shared_build' / 'src')]\n"
-    "from shared_build import setup_kwargs\nsetup(**setup_kwargs(here))\n",
+    "setup.py": "from pathlib import Path\nfrom setuptools import setup\n"
+    "from shared_build import setup_kwargs\nsetup(**setup_kwargs(Path(__file__).resolve().parent))\n",
     # A C++ stream, where a second libstdc++ would crash; no torch header (seconds to build).
     "csrc/mini.cpp": "#include <Python.h>\n#include <sstream>\n"
     "static PyObject* text(PyObject*, PyObject* n) { std::ostringstream s; s << PyLong_AsLong(n);\n"
@@ -437,7 +436,11 @@ def test_preflight_and_build_in_an_image_like_the_lent_gpu_machines(tmp_path):
     pytest.importorskip("torch")
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / ".ci", repo / ".ci")
-    shutil.copytree(ROOT / "shared_build" / "src", repo / "shared_build" / "src")
+    shutil.copytree(
+        ROOT / "shared_build",
+        repo / "shared_build",
+        ignore=shutil.ignore_patterns("tests", "build", "*.egg-info"),
+    )
     for name, text in MINI.items():
         (repo / "packages" / "mini" / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / "packages" / "mini" / name).write_text(text)

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import runpy
 import shutil
 import socket
 import subprocess
@@ -26,9 +27,12 @@ import pytest
 import torch
 
 from shared_build.runtime import glibc_newer_than
-from shared_build.workspace.cpython import no_compiler_env
 
 ROOT = Path(__file__).resolve().parents[1]
+# nox -s release's tool: repair (auditwheel, the platform, torch's libraries left out) and
+# the proof that the wheels install with no compiler and pass their tests.
+WHEELHOUSE = ROOT / "tools" / "wheelhouse.py"
+MANYLINUX = runpy.run_path(str(WHEELHOUSE))["MANYLINUX"]
 
 # Group "packaging", as test_distribution.py: under the second-newest torch of the matrix.
 pytestmark = [pytest.mark.slow, pytest.mark.once("packaging")]
@@ -40,27 +44,32 @@ def run(
     return subprocess.run(list(args), cwd=cwd, check=check, capture_output=True, text=True, env=env)
 
 
-# nox -s release's auditwheel arguments (shared_build.workspace.release.auditwheel_args): the platform and the
-# libraries the torch wheel provides.
-AUDITWHEEL_ARGS = json.loads(os.environ.get("REPO_AUDITWHEEL") or "[]")
-# The unrepaired wheels nox -s release would ship from this run (shared_build.workspace.release.release_wheels).
+# The unrepaired wheels nox -s release would ship from this run (the noxfile's pytest_env).
 RELEASE_WHEELS = json.loads(os.environ.get("REPO_RELEASE_WHEELS") or "{}")
 
 
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory) -> Path:
     """The wheels nox -s release would ship from this run (the full-ABI packages' built and
-    tested here, each stable-ABI package's release build), repaired by auditwheel exactly
-    as nox -s release repairs them."""
-    if not RELEASE_WHEELS or not AUDITWHEEL_ARGS:
-        pytest.skip("needs nox's release wheels (REPO_RELEASE_WHEELS, REPO_AUDITWHEEL)")
+    tested here, each stable-ABI package's release build), repaired by nox -s release's
+    tool, and shared_build's (the sdists' build requirement)."""
+    if not RELEASE_WHEELS:
+        pytest.skip("needs nox's release wheels (REPO_RELEASE_WHEELS)")
     house = tmp_path_factory.mktemp("wheelhouse")
-    for name, wheel in sorted(RELEASE_WHEELS.items()):
-        repaired = run(
-            sys.executable, "-m", "auditwheel", "repair", *AUDITWHEEL_ARGS, "-w", str(house),
-            wheel, check=False,
-        )  # fmt: skip
-        assert repaired.returncode == 0, f"{name}: {(repaired.stdout + repaired.stderr)[-3000:]}"
+    repaired = run(sys.executable, str(WHEELHOUSE), "repair", "--out", str(house),
+                   *sorted(RELEASE_WHEELS.values()), check=False)  # fmt: skip
+    assert repaired.returncode == 0, (repaired.stdout + repaired.stderr)[-3000:]
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "-w",
+        str(house),
+        str(ROOT / "shared_build"),
+    )
     return house
 
 
@@ -78,12 +87,11 @@ def _metadata(wheel: Path) -> str:
 
 
 def test_release_wheels_are_manylinux_2_28_without_build_machine_paths(wheelhouse):
-    plat = AUDITWHEEL_ARGS[AUDITWHEEL_ARGS.index("--plat") + 1]
-    wheels = sorted(wheelhouse.glob("*.whl"))
+    wheels = sorted(w for w in wheelhouse.glob("*.whl") if not w.name.startswith("shared_build-"))
     assert {w.name.split("-")[0] for w in wheels} == set(RELEASE_WHEELS)
-    limit = tuple(int(v) for v in plat.split("_")[1:3])
+    limit = tuple(int(v) for v in MANYLINUX.split("_")[1:3])
     for wheel in wheels:
-        assert f".{plat}." in wheel.name.replace("-", ".") + ".", wheel.name
+        assert f".{MANYLINUX}." in wheel.name.replace("-", ".") + ".", wheel.name
         with _unzipped(wheel) as folder:
             for library in Path(folder).rglob("*.so*"):
                 # What the tag promises, checked on the files rather than on auditwheel's
@@ -145,6 +153,8 @@ def test_release_wheels_say_which_torch_they_need(wheelhouse):
     a mismatched torch before any import); a stable-ABI wheel takes its target and newer."""
     this = torch.__version__.split("+")[0]
     for wheel in sorted(wheelhouse.glob("*.whl")):
+        if wheel.name.startswith("shared_build-"):
+            continue
         requires = [
             line.split(":", 1)[1].strip()
             for line in _metadata(wheel).splitlines()
@@ -166,7 +176,7 @@ def test_release_wheels_pass_the_abi_audits(wheelhouse, tmp_path):
     test_libraries_import_no_unstable_symbols stays: it reads the installed libraries under
     every torch of the matrix, from the sdist's tests, where no auditor is installed.)"""
     bin_folder = Path(sys.executable).parent
-    wheels = sorted(wheelhouse.glob("*.whl"))
+    wheels = sorted(w for w in wheelhouse.glob("*.whl") if not w.name.startswith("shared_build-"))
     abi3 = [w for w in wheels if "-abi3-" in w.name]
     assert abi3, [w.name for w in wheels]
     audited = run(
@@ -209,16 +219,13 @@ def test_release_wheels_pass_the_abi_audits(wheelhouse, tmp_path):
 
 
 def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
-    wheelhouse, clean_env, tmp_path, sdist_of, unpack_sdist
+    wheelhouse, clean_env, tmp_path, sdist_of
 ):
-    """One pip command, the packages named from the wheelhouse served as an index, with no
-    compiler reachable (PATH holds the environment's bin folder and binutils, CC=false,
-    CXX=false): every package installs, imports and passes its own tests, run from its sdist
-    (the non-slow ones: the slow ones build programs)."""
+    """The packages named from the wheelhouse served as an index, with no compiler reachable
+    (PATH holds the environment's bin folder and binutils, CC=false, CXX=false): every
+    package installs, imports and passes its own tests, run from its sdist (the non-slow
+    ones: the slow ones build programs). nox -s cpython runs the same proof."""
     names = sorted(RELEASE_WHEELS)
-    # PATH: the clean environment's bin folder and binutils (the tests read libraries), no
-    # compiler; CC, CXX and CUDA point nowhere (the same as nox -s wheels_cpython).
-    env = no_compiler_env(clean_env.parent, tmp_path / "bin")
     test_requires = sorted(
         {
             r
@@ -227,26 +234,22 @@ def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
                 "project"
             ]["optional-dependencies"]["test"]
         }
+        - {"shared_build"}
     )
     run(str(clean_env), "-m", "pip", "install", "-q", *test_requires)
+    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "shared_build")
+    sdists = tmp_path / "sdist"
+    for name in names:
+        sdist_of(name, sdists)
     with _index(wheelhouse) as index:
-        installed = run(
-            str(clean_env), "-m", "pip", "install", "--index-url", index, "--only-binary",
-            ":all:", *names, check=False, env=env,
-        )  # fmt: skip
-    assert installed.returncode == 0, (installed.stdout + installed.stderr)[-3000:]
-    assert f"Looking in indexes: {index}" in installed.stdout, installed.stdout[-3000:]
-    try:
-        for name in names:
-            source = unpack_sdist(sdist_of(name, tmp_path), tmp_path / name)
-            result = run(
-                str(clean_env), "-m", "pytest", "-q", "-x", "-m", "not slow", "-p",
-                "no:cacheprovider", "tests", cwd=source, check=False, env=env,
-            )  # fmt: skip
-            assert result.returncode == 0, f"{name}: {(result.stdout + result.stderr)[-3000:]}"
-            assert " passed" in result.stdout, f"{name}: {result.stdout[-2000:]}"
-    finally:
-        run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", *names)
+        proof = run(str(clean_env), str(WHEELHOUSE), "prove", str(wheelhouse), str(sdists),
+                    "--index-url", index, check=False)  # fmt: skip
+    said = proof.stdout + proof.stderr
+    assert proof.returncode == 0, said[-4000:]
+    for name in names:
+        assert re.search(rf"^  {name}: \d+ passed", proof.stdout, re.M), said[-4000:]
+    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", *names)
+    run(str(clean_env), "-m", "pip", "install", "-q", str(ROOT / "shared_build"))
 
 
 def test_another_torchs_wheel_is_refused_naming_both_versions(wheelhouse, clean_env, tmp_path):

@@ -1,21 +1,20 @@
 """The workflow (.github/workflows/) and .ci/run run the same nox sessions with the same
-command after the same setup, the workflow's matrix read from the torch matrix through
-`shared_build.workspace ci-sessions`, never listed by hand; the GPU job runs the GPU check
-only when asked. What the workflows' syntax and security need, actionlint and zizmor check
-(nox -s lint)."""
+command after the same setup: .ci/run runs lint and the sessions nox tags "ci", the workflow's
+matrix reads them from `nox -l --json -t ci`, never listed by hand; the GPU job runs the GPU
+check only when asked. What the workflows' syntax and security need, actionlint and zizmor
+check (nox -s lint)."""
 
 from __future__ import annotations
 
-import ast
 import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
-
-from shared_build.workspace import ci
-from shared_build.workspace.repo import Repo
 
 ROOT = Path(__file__).resolve().parents[1]
 CI_RUN = (ROOT / ".ci" / "run").read_text()
@@ -25,17 +24,23 @@ WORKFLOWS = {
 JOBS = {
     f"{file}:{name}": job for file, flow in WORKFLOWS.items() for name, job in flow["jobs"].items()
 }
-# The one session the workflow adds to .ci/run's: the wheelhouse as an artifact (.ci/run's
-# packaging tests build the same wheels and install them, but keep none).
-WORKFLOW_ONLY = {"release", "wheels_cpython"}
-NOX = re.compile(r"python3 -m nox -s (\S+)")
+# What the workflow adds to .ci/run's sessions: the wheelhouse as an artifact, and the
+# wheels under the other CPythons.
+WORKFLOW_ONLY = {"release", "cpython"}
+NOX = re.compile(r"python3 -m nox -s (\S+(?: (?!--)\S+)*)")
+LIST_CI = "python3 -m nox -l --json -t ci"
 
 
-def matrix_sessions() -> list[str]:
-    """What `ci-sessions` prints for the whole matrix, as the workflow runs it (no
-    TORCH_VERSIONS): every session of every lane."""
-    split = ci.lanes(Repo(ROOT, environ={}).torch_versions)
-    return [s for lane in split for s in lane]
+def nox_list(*args: str) -> list[dict]:
+    """nox's own list of the sessions (the whole matrix: TORCH_VERSIONS unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_VERSIONS"}
+    out = subprocess.run([sys.executable, "-m", "nox", "-l", "--json", *args], cwd=ROOT,
+                         capture_output=True, text=True, check=True, env=env)  # fmt: skip
+    return json.loads(out.stdout)
+
+
+def ci_sessions() -> list[str]:
+    return [s["session"] for s in nox_list("-t", "ci") if "ci" in s["tags"]]
 
 
 def expression(text: str) -> str:
@@ -46,21 +51,21 @@ def expression(text: str) -> str:
 
 
 def sessions_of_matrix(file: str, job: dict) -> list[str]:
-    """The sessions of a job whose matrix is the `sessions` output of the job it needs: the
-    step behind that output must run ci-sessions."""
+    """The sessions of a job whose matrix is the output of the job it needs: the step behind
+    that output must list nox's ci-tagged sessions."""
     found = re.fullmatch(
-        r"fromJSON\(needs\.(\w+)\.outputs\.(\w+)\)\.sessions",
+        r"fromJSON\(needs\.(\w+)\.outputs\.(\w+)\)",
         expression(job["strategy"]["matrix"]["session"]),
     )
-    assert found, "the matrix is not a ci-sessions output"
+    assert found, "the matrix is not nox's list"
     source = JOBS[f"{file}:{found.group(1)}"]
     step_id, name = re.fullmatch(
         r"steps\.(\w+)\.outputs\.(\w+)", expression(source["outputs"][found.group(2)])
     ).groups()
     (step,) = [s for s in source["steps"] if s.get("id") == step_id]
-    assert "python3 -m shared_build.workspace ci-sessions)" in step["run"]
+    assert LIST_CI in step["run"] and '"ci" in s["tags"]' in step["run"]
     assert f'echo "{name}=$sessions" >>"$GITHUB_OUTPUT"' in step["run"]
-    return matrix_sessions()
+    return ci_sessions()
 
 
 def workflow_sessions() -> dict[str, list[str]]:
@@ -69,76 +74,59 @@ def workflow_sessions() -> dict[str, list[str]]:
     for key, job in JOBS.items():
         for step in job["steps"]:
             for arg in NOX.findall(step.get("run", "")):
-                (arg,) = shlex.split(arg)
-                if arg.startswith("$"):
-                    assert expression(step["env"][arg[1:]]) == "matrix.session"
-                    names = sessions_of_matrix(key.split(":")[0], job)
-                else:
-                    names = [arg]
-                for name in names:
-                    found.setdefault(name, []).append(key)
+                for one in shlex.split(arg):
+                    if one.startswith("$"):
+                        assert expression(step["env"][one[1:]]) == "matrix.session"
+                        names = sessions_of_matrix(key.split(":")[0], job)
+                    else:
+                        names = [one]
+                    for name in names:
+                        found.setdefault(name, []).append(key)
     return found
 
 
 def ci_run_sessions() -> set[str]:
-    """What .ci/run runs: the sessions it names (lint) and those of its lanes."""
+    """What .ci/run runs: the sessions it names (lint) and the ci-tagged ones."""
     code = "\n".join(line.split("#")[0] for line in CI_RUN.splitlines())
-    named = {shlex.split(a)[0] for a in NOX.findall(code) if not a.startswith('"$')}
-    assert "ci-sessions --lane 0" in code and "ci-sessions --lane 1" in code
-    return named | set(matrix_sessions())
-
-
-def nox_sessions() -> set[str]:
-    """The noxfile's sessions as `nox -l` lists them for the whole matrix: a parametrized
-    session once per torch, under the ids ci.torch_id gives (tests/test_ci_sessions.py)."""
-    tree = ast.parse((ROOT / "noxfile.py").read_text())
-    names = set()
-    for node in tree.body:
-        decorators = [ast.unparse(d) for d in getattr(node, "decorator_list", [])]
-        if not any(d.startswith("nox.session") for d in decorators):
-            continue
-        if any(d.startswith("nox.parametrize('torch'") for d in decorators):
-            names |= {
-                f"{node.name}({ci.torch_id(v)})" for v in Repo(ROOT, environ={}).torch_versions
-            }
-        else:
-            names.add(node.name)
-    return names
+    named = {one for a in NOX.findall(code) for one in shlex.split(a)}
+    assert "python3 -m nox -t ci --parallel 2" in code
+    return named | set(ci_sessions())
 
 
 def test_the_workflow_runs_every_session_ci_run_runs_and_no_other() -> None:
     workflow = workflow_sessions()
     ci_run = ci_run_sessions()
-    assert {
-        "lint",
-        "sanitize",
-        *map(ci.tests_session, Repo(ROOT, environ={}).supported_torch),
-    } <= ci_run
+    matrix = [line.split("#")[0].strip().removeprefix("torch==")
+              for line in (ROOT / "requirements" / "torch-matrix.txt").read_text().splitlines()
+              if line.split("#")[0].strip()]  # fmt: skip
+    assert {"lint", "sanitize", *(f"tests(torch='{v}')" for v in matrix)} <= ci_run
     assert not ci_run - set(workflow), "run by .ci/run, not by the workflow"
     assert set(workflow) - ci_run == WORKFLOW_ONLY
     assert all(len(jobs) == 1 for jobs in workflow.values()), workflow
 
 
 def test_every_session_the_workflow_runs_is_a_nox_session() -> None:
-    sessions = nox_sessions()
-    assert {"lint", "release", "sanitize", "tests(torch='2.13.0')"} <= sessions
+    sessions = {s["session"] for s in nox_list()} | {s["name"] for s in nox_list()}
+    assert {"lint", "release", "sanitize", "cpython"} <= sessions
     assert set(workflow_sessions()) <= sessions
 
 
 def test_the_matrix_comes_from_the_matrix_file_not_by_hand() -> None:
     text = json.dumps(WORKFLOWS)  # what the workflows say, not their comments
-    for version in Repo(ROOT, environ={}).supported_torch:
-        assert version not in text, f"torch {version} named in a workflow"
+    assert not re.search(r"\b2\.1\d\.\d\b", text), "a torch version named in a workflow"
     assert not re.search(r"tests\(|sanitize", text), "a session named by hand in a workflow"
 
 
 def test_the_jobs_run_the_command_and_setup_of_ci_run() -> None:
-    lane_command = 'bash .ci/without_system_cuda.sh python3 -m nox -s "$session"'
-    assert lane_command in CI_RUN and "\nbash .ci/setup.sh\n" in CI_RUN
+    assert "bash .ci/without_system_cuda.sh python3 -m nox -t ci" in CI_RUN
+    assert "\nbash .ci/setup.sh\n" in CI_RUN
+    command = (
+        'bash .ci/without_system_cuda.sh python3 -m nox -s "$SESSION" --report .nox/report.json'
+    )
     for key, job in JOBS.items():
         runs = [s.get("run", "") for s in job["steps"]]
-        if "strategy" in job:  # the session jobs: .ci/run's lane command
-            assert lane_command.replace("$session", "$SESSION") in runs, key
+        if "strategy" in job:  # the session jobs: .ci/run's command, one session
+            assert command in runs, key
         if any(NOX.search(r) for r in runs):
             assert "bash .ci/setup.sh" in runs or "bash .ci/setup.sh --tools" in runs, key
             assert job["container"] == "python:3.11-bookworm", key  # .ci/run's Python

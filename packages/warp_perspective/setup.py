@@ -1,14 +1,11 @@
-import sys
+import runpy
 from pathlib import Path
 
 from setuptools import setup
 
+from shared_build import setup_kwargs
+
 here = Path(__file__).resolve().parent
-# shared_build: vendored into sdists, at the repository root in a checkout; build_opencv.py
-# (beside this file) picks the CPU backend: OpenCV if pkg-config finds it, else built-in.
-sys.path[:0] = [str(here / "_vendor"), str(here.parents[1] / "shared_build" / "src"), str(here)]
-from build_opencv import opencv_overrides  # noqa: E402
-
-from shared_build import setup_kwargs  # noqa: E402
-
+# build_opencv.py picks the CPU backend: OpenCV if pkg-config finds it, else built-in.
+opencv_overrides = runpy.run_path(str(here / "build_opencv.py"))["opencv_overrides"]
 setup(**setup_kwargs(here, **opencv_overrides()))

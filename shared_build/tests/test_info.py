@@ -47,3 +47,16 @@ def test_info_takes_the_name_as_pip_writes_it(tmp_path, monkeypatch):
         info.BuildError, match=r"pip install --no-build-isolation ./packages/my_op$"
     ):
         info.describe("my-op")
+
+
+def test_info_says_whether_the_package_loads_under_this_torch(tmp_path, monkeypatch):
+    """It described a package built against another torch as if it would load."""
+    import torch
+
+    rows = fake_package(tmp_path, monkeypatch, torch="2.0.0")
+    assert rows["loads under this torch"] == (
+        f"NO: fake_op was built against torch 2.0.0 but torch {torch.__version__} is installed"
+    )
+    here = fake_package(tmp_path / "again", monkeypatch, torch=torch.__version__,
+                        cuda=torch.version.cuda, torch_cuda=torch.version.cuda)  # fmt: skip
+    assert here["loads under this torch"] == f"yes (torch {torch.__version__})"

@@ -163,30 +163,34 @@ def test_sanitize_args():
 @pytest.mark.parametrize(
     ("env", "torch_version", "expected"),
     [
+        # By default, the torch built against; a release names the oldest of its matrix.
         ({}, "2.13.0", "2.13"),
-        ({}, "2.15.0+cu132", "2.13"),
-        ({"SHARED_BUILD_STABLE_TARGET": "2.11"}, "2.11.0+cu130", "2.11"),
+        ({}, "2.15.0+cu132", "2.15"),
+        ({}, "2.11.0+cu130", "2.11"),
+        ({"SHARED_BUILD_STABLE_TARGET": "2.13"}, "2.15.0+cu132", "2.13"),
         ({"SHARED_BUILD_STABLE_TARGET": "2.12"}, "2.14.1", "2.12"),
-        ({"SHARED_BUILD_STABLE_TARGET": " "}, "2.14.1", "2.13"),
+        ({"SHARED_BUILD_STABLE_TARGET": " "}, "2.14.1", "2.14"),
     ],
 )
 def test_stable_target(env, torch_version, expected):
-    assert stable_target(env, "2.13", torch_version) == expected
+    assert stable_target(env, torch_version) == expected
 
 
 @pytest.mark.parametrize(
     ("env", "torch_version", "message"),
     [
-        # An older torch without the knob: the error says which knob builds for it.
-        ({}, "2.11.0+cu130", "SHARED_BUILD_STABLE_TARGET=2.11"),
-        ({}, "2.9.1", "install torch>=2.13$"),
+        ({}, "2.9.1", r"older than .* \(2\.11 and newer\); install torch>=2\.11$"),
         ({"SHARED_BUILD_STABLE_TARGET": "2.12"}, "2.11.0", "needs torch 2.12 or newer"),
-        ({"SHARED_BUILD_STABLE_TARGET": "2.10"}, "2.14.1", "outside .* 2.11 to 2.13"),
-        ({"SHARED_BUILD_STABLE_TARGET": "2.14"}, "2.14.1", "outside .* 2.11 to 2.13"),
+        (
+            {"SHARED_BUILD_STABLE_TARGET": "2.10"},
+            "2.14.1",
+            "older than .* or unset SHARED_BUILD_STABLE_TARGET",
+        ),
+        ({"SHARED_BUILD_STABLE_TARGET": "2.15"}, "2.14.1", "needs torch 2.15 or newer"),
         ({"SHARED_BUILD_STABLE_TARGET": "2.11.0"}, "2.14.1", "not a torch release"),
         ({"SHARED_BUILD_STABLE_TARGET": "latest"}, "2.14.1", "not a torch release"),
     ],
 )
 def test_stable_target_errors(env, torch_version, message):
     with pytest.raises(BuildError, match=message):
-        stable_target(env, "2.13", torch_version)
+        stable_target(env, torch_version)

@@ -135,13 +135,16 @@ def test_rebuild_command_names_the_url_installed_from(monkeypatch, direct_url, e
     ],
 )
 def test_rebuild_command_says_what_to_reinstall_from_when_nothing_is_left(monkeypatch, direct_url):
-    """Never the bare package name (pip: No matching distribution found for add_ext)."""
+    """Never the bare package name (pip: No matching distribution found for add_ext), nor
+    the folder of the machine that built the wheel."""
     command = installed_from(monkeypatch, direct_url)
     assert not command.endswith("--no-deps add_ext")
     assert command == (
-        "pip install --no-build-isolation --force-reinstall --no-deps <add_ext's source folder "
-        "or sdist> (the folder it was built in, /nonexistent/packages/add_ext, no longer exists)"
+        "pip install add_ext -f <the wheelhouse folder of your torch> (its wheels are built per "
+        "torch release), or pip install --no-build-isolation --force-reinstall --no-deps "
+        "<add_ext's sdist or source folder>"
     )
+    assert "/nonexistent" not in command
 
 
 def load_generated(tmp_path, info):

@@ -29,7 +29,7 @@ from shared_build.extensions import collect_sources, make_extensions
 from shared_build.flags import INCLUDE_DIR, Flags, compile_flags, cxx_runtime_link_args
 from shared_build.knobs import Knobs
 from shared_build.setup_args import build_tag, runtime_requirements
-from shared_build.torch_facts import STABLE_TARGET, TorchFacts, require_ninja
+from shared_build.torch_facts import TorchFacts, require_ninja
 
 
 def make_package(tmp_path, tool_table: str = "", files=("csrc/op.cpp",), name="demo"):
@@ -341,10 +341,7 @@ def sdist_names(root: Path, dist: Path) -> set[str]:
     import subprocess
     import tarfile
 
-    shared_build_src = Path(setup_helpers.__file__).resolve().parents[1]
     (root / "setup.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(shared_build_src)!r})\n"
         "from setuptools import setup\n"
         "from shared_build import setup_kwargs\n"
         "setup(**setup_kwargs(__file__))\n"
@@ -361,32 +358,37 @@ def sdist_names(root: Path, dist: Path) -> set[str]:
         return {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
 
 
-def test_sdist_carries_sources_and_shared_build(tmp_path):
-    """A real `setup.py sdist` (no torch needed) packs csrc/, tests/ and shared_build."""
+def test_sdist_carries_sources_not_shared_build(tmp_path):
+    """A real `setup.py sdist` (no torch needed) packs csrc/ and tests/; shared_build is its
+    build requirement, never a copy inside it."""
     root = make_package(tmp_path, files=("csrc/op.cpp", "csrc/op.h", "tests/test_demo.py"))
     (root / "build").mkdir()
     (root / "build" / "junk.o").write_text("")
     names = sdist_names(root, tmp_path / "dist")
     assert {"csrc/op.cpp", "csrc/op.h", "tests/test_demo.py", "pyproject.toml", "setup.py"} <= names
-    # Every module of shared_build: a build from the sdist runs every step.
-    modules = {p.name for p in Path(setup_helpers.__file__).parent.glob("*.py")}
-    assert {f"_vendor/shared_build/{m}" for m in modules} <= names
-    assert "_vendor/shared_build/include/shared_build/python_module.h" in names
-    # The test battery, which the sdist's tests run; not the repository's nox machinery.
-    assert "_vendor/shared_build/battery/checks.py" in names
-    assert not any(name.startswith("_vendor/shared_build/workspace") for name in names)
-    assert not any(name.startswith("build/") for name in names)
+    assert not any(name.startswith(("_vendor/", "build/")) for name in names), names
 
 
-def test_sdist_carries_the_common_folder(tmp_path):
+def test_sdist_carries_the_common_folder_and_its_linked_tests(tmp_path):
+    """The common folder's sources go into _vendor/; its tests, which the package's tests/
+    links (as lltm_cpu's tests/lltm_common), into tests/ as files."""
     make_common(tmp_path)
-    root = make_package(tmp_path, 'common = "../demo_common"\n')
+    (tmp_path / "demo_common" / "tests" / "shared_tests").mkdir(parents=True)
+    (tmp_path / "demo_common" / "tests" / "shared_tests" / "suite.py").write_text("# cases\n")
+    root = make_package(
+        tmp_path, 'common = "../demo_common"\n', files=("csrc/op.cpp", "tests/test_demo.py")
+    )
+    (root / "tests" / "shared_tests").symlink_to(
+        tmp_path / "demo_common" / "tests" / "shared_tests"
+    )
     names = sdist_names(root, tmp_path / "dist")
     assert {
         "_vendor/demo_common/csrc/shared.cpp",
         "_vendor/demo_common/csrc/shared.h",
         "_vendor/demo_common/python/__init__.py",
+        "tests/shared_tests/suite.py",
     } <= names
+    assert not any(name.startswith("_vendor/demo_common/tests") for name in names), names
     assert not (root / "demo_common").exists(), "a file escaped the release tree"
     assert not any(".." in name for name in names)
 
@@ -437,9 +439,11 @@ def _dynamic(root: Path) -> Path:
         ("full", "2.13.0+cpu", {}, "torch==2.13.0"),
         # An sdist's metadata (no torch imported): the oldest a build can take.
         ("full", None, {}, "torch>=2.11"),
-        # The stable ABI: the target and newer, under any torch that can build it.
-        ("stable", "2.15.0", {}, f"torch>={STABLE_TARGET}"),
-        ("stable", None, {}, f"torch>={STABLE_TARGET}"),
+        # The stable ABI: the target (the torch built against, or the knob's) and newer; an
+        # sdist's metadata, the oldest target its sources build for.
+        ("stable", "2.15.0", {}, "torch>=2.15"),
+        ("stable", "2.15.0", {"SHARED_BUILD_STABLE_TARGET": "2.13"}, "torch>=2.13"),
+        ("stable", None, {}, "torch>=2.11"),
         ("stable", "2.11.0+cu130", {"SHARED_BUILD_STABLE_TARGET": "2.11"}, "torch>=2.11"),
     ],
 )

@@ -1,18 +1,13 @@
 """lltm_cpu against the eager Python LLTM and torch.compile of it, on the CPU.
 
-The cases, peers and GEMM floor are lltm_common/bench/lltm_bench.py's, shared with lltm_cuda.
+The cases, peers and GEMM floor are benchmarks/lltm_bench.py's, shared with lltm_cuda.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import lltm_cpu
+from benchmarks import lltm_bench
 from benchmarks.harness import Context, Goal
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "lltm_common" / "bench"))
-import lltm_bench
 
 PACKAGE = "lltm_cpu"
 SIZE_LABEL = lltm_bench.SIZE_LABEL  # the plots' x axis

@@ -1,19 +1,14 @@
 """lltm_cuda against the eager Python LLTM and torch.compile of it, on a GPU.
 
-The cases, peers and GEMM floor are lltm_common/bench/lltm_bench.py's, shared with lltm_cpu.
+The cases, peers and GEMM floor are benchmarks/lltm_bench.py's, shared with lltm_cpu.
 Without a GPU it records a note and times nothing. lltm_cuda is imported when a row is
 timed, so that a plan (benchmarks/run.py --plan) lists its rows where it is not built.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+from benchmarks import lltm_bench
 from benchmarks.harness import Context, Goal
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "lltm_common" / "bench"))
-import lltm_bench
 
 PACKAGE = "lltm_cuda"
 SIZE_LABEL = lltm_bench.SIZE_LABEL  # the plots' x axis

@@ -120,7 +120,7 @@ def cv2_loops(
     image: torch.Tensor, mats64: torch.Tensor, mats: torch.Tensor, interpolation: str = "bilinear"
 ):
     """The two cv2.warpPerspective loops over a CPU (B, C, H, W) batch: (cv2's best case,
-    a torch user's loop). Shared with cpu_time.py."""
+    a torch user's loop). Shared with benchmarks/results/cpu/2026-11-21-warp-cpu-time/cpu_time.py."""
     import cv2
 
     flags = cv2.INTER_NEAREST if interpolation == "nearest" else cv2.INTER_LINEAR

@@ -1,9 +1,9 @@
-"""Step 6 of a build, the setuptools commands: an sdist that carries shared_build, and a
-build_ext that writes the build's record.
+"""Step 6 of a build, the setuptools commands: an sdist that builds alone, and a build_ext
+that writes the build's record.
 
-``make_sdist`` packs every source file of the package and copies of shared_build (this
-folder, whole: a module added here is vendored with no list to update) and of the common
-folder into ``_vendor/``. ``make_build_ext`` is torch's BuildExtension (ninja), which also
+``make_sdist`` packs every source file of the package (links followed: a package's tests
+may link a common folder's) and a copy of the common folder's sources into ``_vendor/``;
+shared_build is its build requirement. ``make_build_ext`` is torch's BuildExtension (ninja), which also
 removes stale builds of the module, keeps a common folder's objects inside the build
 folder, refuses a library with its own C++ runtime, and writes ``_build_info.py``.
 """
@@ -20,7 +20,6 @@ from .build_info import BUILD_INFO_FILE, STABLE_OP_FILE, render_build_info, rend
 from .errors import BuildError, log
 from .knobs import loads_shared_libstdcxx
 
-HERE = Path(__file__).resolve().parent
 _SDIST_SKIP_DIRS = frozenset({"build", "dist", "_vendor", "__pycache__", ".pytest_cache", ".nox"})
 _SDIST_SKIP_SUFFIXES = (".so", ".o", ".pyc")
 
@@ -28,15 +27,15 @@ _SDIST_SKIP_SUFFIXES = (".so", ".o", ".pyc")
 def make_sdist(root: Path, common: Path | None = None) -> type:
     from setuptools.command.sdist import sdist
 
-    class SdistWithSharedBuild(sdist):
-        """An sdist that carries every source file of the package and copies of shared_build
-        and of the common folder, so that it builds on a machine without this repository."""
+    class SdistWithCommon(sdist):
+        """An sdist that carries every source file of the package and a copy of the common
+        folder's, so that it builds on a machine without this repository."""
 
         def make_release_tree(self, base_dir: str, files: list[str]) -> None:
             # setuptools takes the file list from egg_info's manifest, which knows nothing
             # of headers or of folders outside the Python packages; add them here.
             extra = []
-            for dirpath, dirnames, filenames in os.walk(root):
+            for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
                 dirnames[:] = sorted(
                     d for d in dirnames if d not in _SDIST_SKIP_DIRS and not d.endswith(".egg-info")
                 )
@@ -51,14 +50,11 @@ def make_sdist(root: Path, common: Path | None = None) -> type:
             # into _vendor below, never beside the release tree.
             inside = {f for f in files if not os.path.normpath(f).startswith("..")}
             super().make_release_tree(base_dir, sorted(inside | set(extra)))
-            ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-            # Not workspace/: the repository's nox machinery builds no package.
-            vendored = shutil.ignore_patterns("__pycache__", "*.pyc", "workspace")
-            shutil.copytree(HERE, Path(base_dir) / "_vendor" / "shared_build", ignore=vendored)
-            if common is not None:
+            if common is not None:  # its tests reach the sdist through the package's tests/
+                ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
                 shutil.copytree(common, Path(base_dir) / "_vendor" / common.name, ignore=ignore)
 
-    return SdistWithSharedBuild
+    return SdistWithCommon
 
 
 _MODULE_SUFFIXES = (".so", ".pyd", ".dylib")

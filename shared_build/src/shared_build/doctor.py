@@ -256,7 +256,12 @@ def check_nvcc(
     try:
         chosen = cuda_mod.select_toolkit(env, torch_cuda, site_dirs, cuda_home_dir, which=which)
     except BuildError as error:
-        return Finding("warn", "nvcc", f"{error}. CPU-only packages still build"), None
+        # A build with CUDA on (USE_CUDA auto or 1) stops at this very sentence.
+        if knobs.use_cuda_mode(env) == "off":
+            return Finding("ok", "nvcc", f"not used (USE_CUDA=0); CUDA would fail: {error}"), None
+        return Finding(
+            "fail", "nvcc", f"{error}; every package with CUDA sources fails to build"
+        ), None
     if chosen is None:
         return (
             Finding(
@@ -281,14 +286,22 @@ def check_nvcc(
 
 
 def check_arch_list(
-    env: Mapping[str, str], toolkit: cuda_mod.CudaToolkit | None, visible: Sequence[tuple[int, int]]
+    env: Mapping[str, str],
+    toolkit: cuda_mod.CudaToolkit | None,
+    visible: Sequence[tuple[int, int]],
+    torch_arch_flags: str = "",
 ) -> Finding | None:
+    """The arch list a build will use: resolve_arch_list with what the build gives it (the
+    toolkit's archs, torch's own from its -gencode flags)."""
     if toolkit is None:
         return None
     codes = _run([toolkit.nvcc, "--list-gpu-code"]).stdout
     try:
         archs, origin = cuda_mod.resolve_arch_list(
-            env, visible, cuda_mod.parse_nvcc_gpu_codes(codes)
+            env,
+            visible,
+            cuda_mod.parse_nvcc_gpu_codes(codes),
+            cuda_mod.parse_nvcc_gpu_codes(torch_arch_flags),
         )
     except BuildError as error:
         return Finding("fail", "TORCH_CUDA_ARCH_LIST", str(error))
@@ -387,12 +400,12 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     findings.append(check_ninja(env))
     toolkit = None
     if torch is not None:
-        from .torch_facts import site_dirs, visible_capabilities
+        from .torch_facts import arch_flags, site_dirs, visible_capabilities
 
         with tempfile.TemporaryDirectory() as home:
             nvcc, toolkit = check_nvcc(env, torch.version.cuda, site_dirs(torch), home)
             findings.append(nvcc)
-            arch = check_arch_list(env, toolkit, visible_capabilities(torch))
+            arch = check_arch_list(env, toolkit, visible_capabilities(torch), arch_flags(torch))
             if arch:
                 findings.append(arch)
     findings.append(

@@ -112,12 +112,26 @@ def describe(name: str) -> list[tuple[str, str]]:
     if "backend" in info:
         rows.append(("backend", str(info["backend"])))
     rows += [
+        ("loads under this torch", _loads_here(info)),
         ("debug", "yes" if info.get("debug") else "no"),
         ("libraries", ", ".join(libraries) or "none"),
         ("source", str(info.get("source_dir"))),
         ("git commit", _commit_text(info)),
     ]
     return rows
+
+
+def _loads_here(info: dict[str, Any]) -> str:
+    """Whether the package imports under the torch installed here, and if not why, in the
+    sentence its import raises."""
+    from .runtime import incompatibility
+
+    try:
+        import torch
+    except ImportError:
+        return "no: torch is not installed here"
+    problem = incompatibility(info, torch.__version__, torch.version.cuda)
+    return f"NO: {problem}" if problem else f"yes (torch {torch.__version__})"
 
 
 def _commit_text(info: dict[str, object]) -> str:

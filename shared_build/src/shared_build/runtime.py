@@ -139,7 +139,8 @@ def rebuild_command(info: dict[str, Any], installed_from: str | None = None) -> 
 
     The build's own source folder is gone after an install from an sdist (pip built it in a
     temporary folder), and the bare package name is not on any index; then the command
-    names what pip installed it from, or says plainly what to put in its place.
+    names what pip installed it from, or says plainly what to put in its place (never the
+    build machine's folder: a wheel's user has none of it).
     """
     command = "pip install --no-build-isolation --force-reinstall --no-deps"
     package = info.get("package", "<package>")
@@ -151,8 +152,8 @@ def rebuild_command(info: dict[str, Any], installed_from: str | None = None) -> 
     if installed_from:
         return f"{command} {installed_from}"
     return (
-        f"{command} <{package}'s source folder or sdist> (the folder it was built in, "
-        f"{source or 'not recorded'}, no longer exists)"
+        f"pip install {package} -f <the wheelhouse folder of your torch> (its wheels are built "
+        f"per torch release), or {command} <{package}'s sdist or source folder>"
     )
 
 

@@ -21,7 +21,7 @@ TEMPLATES = {
     "full": Path(__file__).resolve().parent / "templates" / "op",
     "stable": Path(__file__).resolve().parent / "templates" / "op_stable",
 }
-# Written for either ABI: the op's declaration for the test battery, and the conftest.py.
+# Written for either ABI: the op's declaration for the test battery.
 COMMON = Path(__file__).resolve().parent / "templates" / "common"
 ABIS = tuple(TEMPLATES)
 
@@ -66,6 +66,11 @@ def check_name(name: str, packages_dir: Path) -> None:
         )
     if name != name.lower():
         raise BuildError(f"{name!r} has capitals; use lower case, e.g. {name.lower()}")
+    if name.startswith("_") or name.endswith("_"):  # PEP 508: a project name cannot
+        raise BuildError(
+            f"{name!r} starts or ends with an underscore, which a project name cannot (PEP "
+            f"508); e.g. {name.strip('_') or 'my_op'}"
+        )
     if (packages_dir / name).exists():
         raise BuildError(f"{packages_dir / name} exists already; choose another name")
     if name in RESERVED:
@@ -95,8 +100,6 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
     if abi not in ABIS:
         raise BuildError(f"--abi {abi!r} is not known; use full or stable")
     check_name(name, packages_dir)
-    from .torch_facts import STABLE_TARGET
-
     values = {
         "name": name,
         "cuda": "optional" if cuda else "none",
@@ -104,8 +107,6 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
         # A package without a CUDA kernel has no CUDA tests: on a GPU machine they would
         # fail (no kernel for the CUDA key), and here they would only skip.
         "battery_devices": '("cpu", "cuda")' if cuda else '("cpu",)',
-        "stable_target": STABLE_TARGET,
-        "stable_build_torch": f"{STABLE_TARGET}.0",
     }
     templates = TEMPLATES[abi]
     target = packages_dir / name

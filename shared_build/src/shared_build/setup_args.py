@@ -21,7 +21,7 @@ from .build_info import build_info
 from .commands import make_build_ext, make_sdist
 from .config import build_root, wheel_hook
 from .errors import log
-from .torch_facts import OLDEST_STABLE_TARGET, STABLE_TARGET, import_torch, stable_target
+from .torch_facts import OLDEST_STABLE_TARGET, import_torch, stable_target
 
 if TYPE_CHECKING:
     from .config import BuildConfig, PackageConfig
@@ -42,17 +42,13 @@ def runtime_requirements(
     """
     if not config.dynamic_dependencies:
         return None
-    if config.abi == "stable":
-        target = (
-            stable_target(env, STABLE_TARGET, torch_version)
-            if torch_version
-            else env.get("SHARED_BUILD_STABLE_TARGET", "").strip() or STABLE_TARGET
-        )
-        torch_requirement = f"torch>={target}"
+    if config.abi == "stable" and torch_version:
+        torch_requirement = f"torch>={stable_target(env, torch_version)}"
     elif torch_version:
         torch_requirement = f"torch=={Version(torch_version).public}"
     else:
-        torch_requirement = f"torch>={OLDEST_STABLE_TARGET}"
+        oldest = env.get("SHARED_BUILD_STABLE_TARGET", "").strip() or OLDEST_STABLE_TARGET
+        torch_requirement = f"torch>={oldest}"
     return [torch_requirement, "packaging", *config.dependencies]
 
 

@@ -1,7 +1,8 @@
 """``setup_kwargs``: everything a package's ``setup()`` needs, from one call.
 
-A package's setup.py is a few lines: put shared_build on sys.path and call
-``setup(**setup_kwargs(here))``. A build goes through six steps, each a module that takes
+A package's setup.py is a few lines: ``setup(**setup_kwargs(here))``, with shared_build
+installed (a build requirement: pip install --no-build-isolation builds with the one
+installed, torch's too). A build goes through six steps, each a module that takes
 the results of the ones before it and returns its own:
 
 1. config.py (with knobs.py): the package's pyproject.toml, setup.py's overrides, the
@@ -33,14 +34,12 @@ from .errors import BuildError
 from .extensions import make_extensions
 from .flags import compile_flags
 from .setup_args import metadata_arguments, setup_arguments
-from .torch_facts import STABLE_TARGET, torch_facts
 from .torch_facts import site_dirs as _site_dirs
+from .torch_facts import torch_facts
 
 # Imported from here elsewhere: is_metadata_only (packages/warp_perspective/build_opencv.py),
-# read_config and STABLE_TARGET (noxfile's machinery, tests/test_packages.py), _site_dirs
-# (examples/cuda_cmake_args.py).
+# read_config (tests/test_packages.py), _site_dirs (examples/cuda_cmake_args.py).
 __all__ = [
-    "STABLE_TARGET",
     "_site_dirs",
     "is_metadata_only",
     "pkg_config",

@@ -1,29 +1,21 @@
-"""pytest hooks every package's test suite needs, from a checkout as from its sdist.
+"""The pytest plugin every package's test suite runs under, from a checkout as from its
+sdist: pytest loads it wherever shared_build is installed (its pytest11 entry point).
 
-In a checkout the repository's conftest.py registers the ``cuda``, ``slow`` and ``once``
-markers, skips the cuda-marked tests when no GPU is visible, and skips the once-marked tests
-under every torch but the one REPO_ONCE_TORCH names (``file_scope`` serves its pytest-xdist
-scheduler). An extracted sdist has no repository
-around it, so each package's ``tests/conftest.py`` takes the same hooks from here (the sdist
-vendors shared_build):
-
-    from shared_build.testing import *  # pytest_configure, pytest_collection_modifyitems
+It registers the ``cuda``, ``slow`` and ``once`` markers, skips the cuda-marked tests when
+no GPU is visible, and the once-marked tests under every torch but the one REPO_ONCE_TORCH
+names. Beside the hooks: helpers the packages' CUDA tests share, and ``file_scope`` for the
+repository's pytest-xdist scheduler.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
 T = TypeVar("T")
-
-# What a conftest.py takes with ``from shared_build.testing import *``: pytest's hooks.
-__all__ = ["pytest_collection_modifyitems", "pytest_configure"]
 
 MARKERS = {
     "cuda": "needs a CUDA GPU (skipped with the reason shown when none is visible)",
@@ -139,13 +131,3 @@ def need_free_gpu_memory(gigabytes: float) -> None:
     torch.cuda.empty_cache()
     if torch.cuda.mem_get_info()[0] < gigabytes * 1e9:
         pytest.skip(f"needs {gigabytes:g} GB of free GPU memory")
-
-
-def common_tests(package: Path, common: str) -> None:
-    """Put the tests/ folder of the common source folder ``common`` (``[tool.shared_build]
-    common``) first on sys.path: the sdist's vendored copy (``_vendor/<common>``), else the
-    checkout's. First, because _vendor/ itself, where shared_build comes from, also holds a
-    folder of that name (the common sources)."""
-    vendored = package / "_vendor" / common
-    folder = vendored if vendored.is_dir() else package.parents[1] / common
-    sys.path.insert(0, str(folder / "tests"))

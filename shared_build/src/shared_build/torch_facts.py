@@ -1,7 +1,7 @@
 """Step 2 of a build: what the build environment has.
 
 torch (its version, its CUDA, the GPUs it sees and was built for, OpenMP, the
-site-packages it lies in), the stable-ABI target that torch can build for, and ninja, which
+site-packages it lies in), the stable-ABI target of the build, and ninja, which
 torch.utils.cpp_extension builds with. ``torch_facts`` takes step 1's BuildConfig and
 returns a ``TorchFacts``; the later steps ask it instead of torch.
 """
@@ -26,28 +26,22 @@ from .errors import BuildError
 if TYPE_CHECKING:
     from .config import BuildConfig
 
-# The oldest torch a stable-ABI package supports (the first line of
-# requirements/torch-matrix.txt; a test keeps the two equal). Its wheel is built with
-# -DTORCH_TARGET_VERSION set to this release, so it may only use the stable API this
-# release has, and loads on it and on every newer torch.
-STABLE_TARGET = "2.13"
-
 # The oldest torch whose stable-ABI headers compile our stable packages: 2.11 lacks op tags
 # (2.12) and STABLE_TORCH_ERROR_CODE_CHECK (2.13); include/shared_build/stable_compat.h
 # bridges both. 2.10 is not tried.
 OLDEST_STABLE_TARGET = "2.11"
 
 
-def stable_target(env: Mapping[str, str], default: str, torch_version: str) -> str:
-    """The torch release a stable-ABI build targets (TORCH_TARGET_VERSION).
+def stable_target(env: Mapping[str, str], torch_version: str) -> str:
+    """The torch release a stable-ABI build targets (TORCH_TARGET_VERSION): the wheel uses
+    only that release's stable API and loads on it and every newer torch.
 
-    ``default`` (STABLE_TARGET, what release wheels target) unless
-    SHARED_BUILD_STABLE_TARGET names an older release, for a build under an older torch
-    that cannot be replaced (a GPU machine's torch 2.11): that build loads on its target and
-    every newer torch, and its ops carry no tags below 2.12.
+    SHARED_BUILD_STABLE_TARGET when set (a release build names the oldest torch of its
+    matrix), else the torch built against; at least OLDEST_STABLE_TARGET, at most that torch.
     """
+    installed = Version(Version(torch_version).base_version)
     raw = env.get("SHARED_BUILD_STABLE_TARGET", "").strip()
-    target = raw or default
+    target = raw or f"{installed.major}.{installed.minor}"
     try:
         parsed = Version(target)
     except InvalidVersion:
@@ -55,25 +49,19 @@ def stable_target(env: Mapping[str, str], default: str, torch_version: str) -> s
     if parsed is None or len(parsed.release) != 2 or str(parsed) != target:
         raise BuildError(
             f"SHARED_BUILD_STABLE_TARGET={raw!r} is not a torch release such as "
-            f"{OLDEST_STABLE_TARGET}; leave it unset to target {default}"
+            f"{OLDEST_STABLE_TARGET}; leave it unset to target the torch built against"
         )
-    if not Version(OLDEST_STABLE_TARGET) <= parsed <= Version(default):
+    if parsed < Version(OLDEST_STABLE_TARGET):
         raise BuildError(
-            f"SHARED_BUILD_STABLE_TARGET={raw} is outside what the stable-ABI packages build "
-            f"for: {OLDEST_STABLE_TARGET} to {default}"
+            f"a stable-ABI build for torch {target} is older than the stable API these "
+            f"packages build for ({OLDEST_STABLE_TARGET} and newer); install torch>="
+            f"{OLDEST_STABLE_TARGET}" + (" or unset SHARED_BUILD_STABLE_TARGET" if raw else "")
         )
-    installed = Version(Version(torch_version).base_version)
     if installed < parsed:
-        hint = (
-            f"; to build for this older torch set SHARED_BUILD_STABLE_TARGET="
-            f"{installed.major}.{installed.minor}"
-            if Version(OLDEST_STABLE_TARGET) <= installed and not raw
-            else ""
-        )
         raise BuildError(
             f"a stable-ABI build for torch >= {target} needs torch {target} or newer to "
             f"build with, but the build environment has torch {torch_version}; install "
-            f"torch>={target}{hint}"
+            f"torch>={target} or set SHARED_BUILD_STABLE_TARGET to an older release"
         )
     return target
 
@@ -178,7 +166,7 @@ def torch_facts(config: BuildConfig) -> TorchFacts:
     target = None
     if package.abi == "stable":
         try:
-            target = stable_target(config.env, STABLE_TARGET, torch.__version__)
+            target = stable_target(config.env, torch.__version__)
         except BuildError as error:
             raise BuildError(f"{package.name}: {error}") from None
     return TorchFacts(

@@ -1,6 +1,6 @@
 """Why the direct LLTM step gains nothing from a second thread where its GEMMs alone do.
 
-    python packages/lltm_cpu/bench/fresh_inputs.py
+    python benchmarks/results/cpu/2026-11-25-lltm-fresh-inputs/fresh_inputs.py
 
 At the tutorial shape (B16, in 32, state 128) the "GEMM floor" of the bench runs its three
 products on inputs that nothing wrote since the previous call. In a step, every product

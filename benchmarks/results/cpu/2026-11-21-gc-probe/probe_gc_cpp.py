@@ -1,6 +1,6 @@
 """Focused timings behind the README's reading of the benchmark (not part of nox -s bench).
 
-    OMP_NUM_THREADS=1 python packages/gc_cpp/bench/probe_gc_cpp.py
+    OMP_NUM_THREADS=1 python benchmarks/results/cpu/2026-11-21-gc-probe/probe_gc_cpp.py
 
 1. Per-call cost: gc_cpp.graph_conv against torch.addmm(b, a, x @ w) on 16 nodes, where
    the products cost nothing and what is left is dispatch (and the autograd node).

@@ -1,6 +1,6 @@
 """Process CPU time per call, one thread, for the cases of bench_warp_perspective.py.
 
-    python packages/warp_perspective/bench/cpu_time.py [--repeat 7]
+    python benchmarks/results/cpu/2026-11-21-warp-cpu-time/cpu_time.py [--repeat 7]
 
 Wall-clock timings on a machine shared with other work move with its load; the CPU time
 a single-threaded call consumes does much less, so this compares the kernels' cost per
@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 
 # The benchmark module (beside this file) and the harness it imports (repository root).
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[3])]
+ROOT = Path(__file__).resolve().parents[4]
+sys.path[:0] = [str(ROOT / "packages" / "warp_perspective" / "bench"), str(ROOT)]
 import bench_warp_perspective as bench  # noqa: E402
 
 import warp_perspective  # noqa: E402

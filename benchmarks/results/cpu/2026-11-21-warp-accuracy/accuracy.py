@@ -1,6 +1,6 @@
 """Agreement with cv2.warpPerspective, per backend, dtype and mode.
 
-    python packages/warp_perspective/bench/accuracy.py [--trials 30]
+    python benchmarks/results/cpu/2026-11-21-warp-accuracy/accuracy.py [--trials 30]
 
 Random near-identity homographies (as in the tests), 61x83 images warped into 57x90, each
 plane through cv2.warpPerspective (opencv-python-headless). Prints, over all trials, the

@@ -1,6 +1,6 @@
 """The cases of bench_lltm_cpu.py timed by thread CPU time, for busy machines.
 
-    python packages/lltm_cpu/bench/thread_time.py [--repeats 7]
+    python benchmarks/results/cpu/2026-11-21-lltm-thread-time/thread_time.py [--repeats 7]
 
 On one thread, each implementation runs in blocks of calls; a block's time is the calling
 thread's CPU time (time.thread_time_ns), which does not count the time the thread waits
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[3])]
+ROOT = Path(__file__).resolve().parents[4]
+sys.path[:0] = [str(ROOT / "packages" / "lltm_cpu" / "bench"), str(ROOT)]
 import bench_lltm_cpu as bench  # noqa: E402
 
 import lltm_cpu  # noqa: E402

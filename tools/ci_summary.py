@@ -1,0 +1,89 @@
+"""CI's closing table: each nox session's result, time and test counts, and the source lines.
+
+    python3 tools/ci_summary.py .nox/report.json
+
+Reads nox's --report JSON and the JUnit XML files the sessions' pytest runs wrote
+(.nox/junit/<session>-<n>.xml); prints a row per session, the non-blank source lines per
+area (the ops, the library, the machinery: where growth happens), and last the line
+`total: N passed, N failed, N skipped`. Exits 1 when a session failed or ran no test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# The areas of the source, by path (tests, examples, templates and results are not counted).
+AREAS = {
+    "ops": r"^packages/[^/]+/(csrc|src)/|^lltm_common/(csrc|python)/",
+    "library": r"^shared_build/src/",
+}
+
+
+def counts(xml_files: list[Path]) -> dict[str, int]:
+    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for xml in xml_files:
+        for suite in ET.parse(xml).getroot().iter("testsuite"):
+            for key in total:
+                total[key] += int(suite.get(key, 0))
+    failed = total["failures"] + total["errors"]
+    return {
+        "passed": total["tests"] - failed - total["skipped"],
+        "failed": failed,
+        "skipped": total["skipped"],
+    }
+
+
+def source_lines() -> dict[str, int]:
+    files = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    lines = {"ops": 0, "library": 0, "machinery": 0}
+    for name in files:
+        if re.search(r"(^|/)(tests|examples|templates)/|^benchmarks/results/", name) or not (
+            re.search(r"\.(py|cpp|h|cu|cuh|c|sh)$", name) or name == ".ci/run"
+        ):
+            continue
+        area = next((a for a, pattern in AREAS.items() if re.search(pattern, name)), "machinery")
+        path = ROOT / name
+        if path.is_file():
+            lines[area] += sum(
+                1 for line in path.read_text(errors="replace").splitlines() if line.strip()
+            )
+    return lines
+
+
+def main(report: Path) -> int:
+    sessions = json.loads(report.read_text())["sessions"] if report.exists() else []
+    rows = [
+        "| session | result | wall (s) | passed | skipped | failed |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    total = {"passed": 0, "failed": 0, "skipped": 0}
+    bad = not sessions
+    for s in sessions:
+        slug = "".join(c if c.isalnum() else "_" for c in s["name"]).strip("_")
+        c = counts(sorted((report.parent / "junit").glob(f"{slug}-*.xml")))
+        for key in total:
+            total[key] += c[key]
+        rows.append(f"| {s['name']} | {s['result']} | {s.get('duration') or 0:.0f} | "
+                    f"{c['passed']} | {c['skipped']} | {c['failed']} |")  # fmt: skip
+        bad |= s["result"] not in ("success", "skipped") or bool(c["failed"])
+    lines = source_lines()
+    print("\n".join(rows))
+    print(
+        "source lines (non-blank): "
+        + ", ".join(f"{k} {v}" for k, v in lines.items())
+        + f", total {sum(lines.values())}"
+    )
+    print(f"total: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else ".nox/report.json")))

@@ -68,8 +68,10 @@ def _junit(path: Path, tests: int, failures: int = 0, skipped: int = 0) -> None:
 
 def test_ci_summary_rows_totals_lines_and_failures(tmp_path) -> None:
     report = tmp_path / "report.json"
-    sessions = [{"name": "tests(torch='2.13.0')", "result": "success", "duration": 612.4},
-                {"name": "sanitize", "result": "success", "duration": 301.0}]  # fmt: skip
+    # As nox writes them: a parametrized session's name is its function's, its signature
+    # the parametrized name.
+    sessions = [{"name": "tests", "signatures": ["tests(torch='2.13.0')"], "result": "success", "duration": 612.4},
+                {"name": "sanitize", "signatures": ["sanitize"], "result": "success", "duration": 301.0}]  # fmt: skip
     report.write_text(json.dumps({"result": 1, "sessions": sessions}))
     _junit(tmp_path / "junit" / "tests_torch_2_13_0-0.xml", 12, skipped=2)
     _junit(tmp_path / "junit" / "sanitize-0.xml", 7, skipped=1)

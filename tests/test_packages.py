@@ -84,15 +84,12 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 
 
 def csrc_dirs(root: Path) -> list[tuple[Path, Path]]:
-    """(csrc folder, its schema file): the package's, and its common folder's where it has
-    one (lltm_common/csrc/lltm.h holds the LLTM's schemas, which each LLTM package's
-    TORCH_LIBRARY block defines)."""
+    """(csrc folder, its schema file): the package's, and each shared folder it links into
+    its csrc/ (csrc/lltm_common: lltm_common/csrc/lltm.h holds the LLTM's schemas, which
+    each LLTM package's TORCH_LIBRARY block defines)."""
     dirs = [(root / "csrc", root / "csrc" / f"{root.name}.cpp")]
-    shared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["shared_build"]
-    if "common" in shared:
-        common = (root / shared["common"]).resolve()
-        stem = common.name.removesuffix("_common")
-        dirs.append((common / "csrc", common / "csrc" / f"{stem}.h"))
+    for link in sorted(p for p in (root / "csrc").iterdir() if p.is_symlink() and p.is_dir()):
+        dirs.append((link, link / f"{link.name.removesuffix('_common')}.h"))
     return dirs
 
 

@@ -67,11 +67,12 @@ def main(report: Path) -> int:
     total = {"passed": 0, "failed": 0, "skipped": 0}
     bad = not sessions
     for s in sessions:
-        slug = "".join(c if c.isalnum() else "_" for c in s["name"]).strip("_")
+        name = (s.get("signatures") or [s["name"]])[0]  # tests(torch='2.13.0'), not tests
+        slug = "".join(c if c.isalnum() else "_" for c in name).strip("_")
         c = counts(sorted((report.parent / "junit").glob(f"{slug}-*.xml")))
         for key in total:
             total[key] += c[key]
-        rows.append(f"| {s['name']} | {s['result']} | {s.get('duration') or 0:.0f} | "
+        rows.append(f"| {name} | {s['result']} | {s.get('duration') or 0:.0f} | "
                     f"{c['passed']} | {c['skipped']} | {c['failed']} |")  # fmt: skip
         bad |= s["result"] not in ("success", "skipped") or bool(c["failed"])
     lines = source_lines()

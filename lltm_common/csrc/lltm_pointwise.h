@@ -6,7 +6,7 @@
 #pragma once
 
 #include <c10/macros/Macros.h>
-#include <lltm.h>
+#include "lltm.h"
 
 namespace lltm {
 

@@ -9,7 +9,7 @@ from shared_build import info
 
 def fake_package(tmp_path, monkeypatch, **build_info):
     folder = tmp_path / "fake_op"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "__init__.py").write_text("")
     record = {"package": "fake_op", "version": "1.0", "torch": "2.14.1", "abi": "full"}
     (folder / "_build_info.py").write_text(f"BUILD_INFO = {dict(record, **build_info)!r}\n")

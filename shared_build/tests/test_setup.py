@@ -14,7 +14,7 @@ import pytest
 
 from shared_build import knobs, setup_helpers, torch_facts
 from shared_build.build_info import git_provenance
-from shared_build.commands import check_cxx_runtime, keep_objects_inside, remove_stale_modules
+from shared_build.commands import check_cxx_runtime, remove_stale_modules
 from shared_build.config import (
     BuildConfig,
     check_setuptools,
@@ -141,9 +141,15 @@ def test_collect_sources_cpu_and_cuda(tmp_path):
 
 
 def make_common(tmp_path, name="demo_common"):
-    """A common folder beside the package: csrc/ (a .cpp and a cuda/ source) and python/."""
+    """A folder shared by packages, beside the package: csrc/ (a .cpp and a cuda/ source),
+    python/ and tests/."""
     common = tmp_path / name
-    for relative in ("csrc/shared.cpp", "csrc/shared.h", "csrc/cuda/shared_kernel.cu"):
+    for relative in (
+        "csrc/shared.cpp",
+        "csrc/shared.h",
+        "csrc/cuda/shared_kernel.cu",
+        "tests/suite.py",
+    ):
         (common / relative).parent.mkdir(parents=True, exist_ok=True)
         (common / relative).write_text("// source\n")
     (common / "python").mkdir()
@@ -151,49 +157,26 @@ def make_common(tmp_path, name="demo_common"):
     return common
 
 
-def test_common_folder_sources_and_python(tmp_path):
-    """[tool.shared_build] common: its csrc/ compiles into the package (relative paths,
-    setuptools takes no others), its python/ installs as <name>._<folder without _common>."""
-    make_common(tmp_path)
-    root = make_package(tmp_path, 'common = "../demo_common"\n')
-    config = read_config(root)
-    assert config.common == (tmp_path / "demo_common").resolve()
-    assert collect_sources(root, with_cuda=False, common=config.common) == [
-        "csrc/op.cpp",
-        "../demo_common/csrc/shared.cpp",
-    ]
-    assert "../demo_common/csrc/cuda/shared_kernel.cu" in collect_sources(
-        root, with_cuda=True, common=config.common
-    )
+def link_common(tmp_path) -> Path:
+    """A package whose csrc/, src/demo/ and tests/ link the shared folder's, as lltm_cpu
+    links lltm_common's."""
+    common = make_common(tmp_path)
+    root = make_package(tmp_path, files=("csrc/op.cpp", "tests/test_demo.py"))
+    (root / "csrc" / "shared").symlink_to(common / "csrc")
+    (root / "src" / "demo" / "_shared").symlink_to(common / "python")
+    (root / "tests" / "shared").symlink_to(common / "tests")
+    return root
+
+
+def test_a_linked_folder_compiles_and_installs_as_the_packages_own(tmp_path):
+    """Links are followed: the shared csrc/ compiles into the package (paths inside it, so
+    objects stay in the build folder), the shared python/ installs as demo._shared."""
+    root = link_common(tmp_path)
+    assert collect_sources(root, with_cuda=False) == ["csrc/op.cpp", "csrc/shared/shared.cpp"]
+    assert "csrc/shared/cuda/shared_kernel.cu" in collect_sources(root, with_cuda=True)
     kwargs = setup_helpers._setup_kwargs(root, {}, ["setup.py", "egg_info"], {})
-    assert kwargs["packages"] == ["demo", "demo._demo"]
-    assert kwargs["package_dir"] == {"": "src", "demo._demo": "../demo_common/python"}
-
-
-def test_common_folder_prefers_the_vendored_copy(tmp_path):
-    make_common(tmp_path)
-    root = make_package(tmp_path, 'common = "../demo_common"\n')
-    make_common(root / "_vendor")
-    assert read_config(root).common == (root / "_vendor" / "demo_common").resolve()
-
-
-def test_common_folder_missing(tmp_path):
-    root = make_package(tmp_path, 'common = "../nowhere"\n')
-    with pytest.raises(BuildError, match="common = '../nowhere': neither .* has a csrc/ folder"):
-        read_config(root)
-
-
-def test_objects_of_common_sources_stay_in_the_build_folder():
-    class Compiler:
-        def object_filenames(self, sources, strip_dir=False, output_dir=""):
-            return [f"{output_dir}/{s.rsplit('.', 1)[0]}.o" for s in sources]
-
-    compiler = Compiler()
-    keep_objects_inside(compiler)
-    assert compiler.object_filenames(["csrc/op.cpp", "../../c/csrc/x.cpp"], output_dir="t") == [
-        "t/csrc/op.o",
-        "t/_up/_up/c/csrc/x.o",
-    ]
+    assert kwargs["packages"] == ["demo", "demo._shared"]
+    assert kwargs["package_dir"] == {"": "src"}
 
 
 def test_collect_sources_rejects_same_base_name(tmp_path):
@@ -369,27 +352,17 @@ def test_sdist_carries_sources_not_shared_build(tmp_path):
     assert not any(name.startswith(("_vendor/", "build/")) for name in names), names
 
 
-def test_sdist_carries_the_common_folder_and_its_linked_tests(tmp_path):
-    """The common folder's sources go into _vendor/; its tests, which the package's tests/
-    links (as lltm_cpu's tests/lltm_common), into tests/ as files."""
-    make_common(tmp_path)
-    (tmp_path / "demo_common" / "tests" / "shared_tests").mkdir(parents=True)
-    (tmp_path / "demo_common" / "tests" / "shared_tests" / "suite.py").write_text("# cases\n")
-    root = make_package(
-        tmp_path, 'common = "../demo_common"\n', files=("csrc/op.cpp", "tests/test_demo.py")
-    )
-    (root / "tests" / "shared_tests").symlink_to(
-        tmp_path / "demo_common" / "tests" / "shared_tests"
-    )
+def test_sdist_carries_a_linked_folder_as_files(tmp_path):
+    """What a package links (csrc/shared, src/demo/_shared, tests/shared) goes into the
+    sdist as files: it builds and tests with no repository around it."""
+    root = link_common(tmp_path)
     names = sdist_names(root, tmp_path / "dist")
     assert {
-        "_vendor/demo_common/csrc/shared.cpp",
-        "_vendor/demo_common/csrc/shared.h",
-        "_vendor/demo_common/python/__init__.py",
-        "tests/shared_tests/suite.py",
+        "csrc/shared/shared.cpp",
+        "csrc/shared/shared.h",
+        "src/demo/_shared/__init__.py",
+        "tests/shared/suite.py",
     } <= names
-    assert not any(name.startswith("_vendor/demo_common/tests") for name in names), names
-    assert not (root / "demo_common").exists(), "a file escaped the release tree"
     assert not any(".." in name for name in names)
 
 
@@ -639,23 +612,22 @@ def test_make_extensions(tmp_path, abi, cuda, expected):
     assert flags.compile_args == {"cxx": ["-O3"], "nvcc": ["-O3"]}
 
 
-def test_a_common_folders_headers_are_ours(tmp_path):
-    """Under WERROR the common folder's csrc/ is searched as ours (-I), not as a system
-    folder: GCC reports no warning in a system header, and its -MMD leaves system headers
-    out of the dependency files, so ninja did not rebuild lltm_cpu's objects after
+def test_a_linked_folders_headers_are_ours(tmp_path):
+    """Under WERROR the package's csrc/, through which a linked folder's headers are
+    included ("shared/shared.h"), is searched as ours (-I), not as a system folder: GCC
+    reports no warning in a system header, and its -MMD leaves system headers out of the
+    dependency files, so ninja did not rebuild lltm_cpu's objects after
     lltm_common/csrc/lltm_autograd.h changed (the module then aborted at import on a
     kernel registered with the old signature)."""
     pytest.importorskip("torch")
-    make_common(tmp_path)
-    root = make_package(tmp_path, 'common = "../demo_common"\n')
+    root = link_common(tmp_path)
     config = BuildConfig(read_config(root), merge_options({}, {}), Knobs(werror=True))
     flags = compile_flags(config, TorchFacts("2.13.0", openmp=False), CudaBuild())
-    common = str((tmp_path / "demo_common" / "csrc").resolve())
-    assert common in flags.include_dirs
+    assert str(root / "csrc") in flags.include_dirs
     cxx = flags.compile_args["cxx"]
     assert "-Werror" in cxx
     system = {cxx[i + 1] for i, arg in enumerate(cxx) if arg == "-isystem"}
-    assert common not in system and str(root / "csrc") not in system
+    assert str(root / "csrc") not in system
     assert any("torch" in folder for folder in system)  # torch's headers stay system ones
 
 

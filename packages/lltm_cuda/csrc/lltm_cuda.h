@@ -4,7 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
-#include <lltm.h>
+#include "lltm_common/lltm.h"
 
 #include <tuple>
 

@@ -1,17 +1,15 @@
 """Step 6 of a build, the setuptools commands: an sdist that builds alone, and a build_ext
 that writes the build's record.
 
-``make_sdist`` packs every source file of the package (links followed: a package's tests
-may link a common folder's) and a copy of the common folder's sources into ``_vendor/``;
-shared_build is its build requirement. ``make_build_ext`` is torch's BuildExtension (ninja), which also
-removes stale builds of the module, keeps a common folder's objects inside the build
-folder, refuses a library with its own C++ runtime, and writes ``_build_info.py``.
+``make_sdist`` packs every source file of the package, links followed (a folder shared by
+packages is a link in each); shared_build is its build requirement. ``make_build_ext`` is
+torch's BuildExtension (ninja), which also removes stale builds of the module, refuses a
+library with its own C++ runtime, and writes ``_build_info.py``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,16 +18,16 @@ from .build_info import BUILD_INFO_FILE, STABLE_OP_FILE, render_build_info, rend
 from .errors import BuildError, log
 from .knobs import loads_shared_libstdcxx
 
-_SDIST_SKIP_DIRS = frozenset({"build", "dist", "_vendor", "__pycache__", ".pytest_cache", ".nox"})
+_SDIST_SKIP_DIRS = frozenset({"build", "dist", "__pycache__", ".pytest_cache", ".nox"})
 _SDIST_SKIP_SUFFIXES = (".so", ".o", ".pyc")
 
 
-def make_sdist(root: Path, common: Path | None = None) -> type:
+def make_sdist(root: Path) -> type:
     from setuptools.command.sdist import sdist
 
-    class SdistWithCommon(sdist):
-        """An sdist that carries every source file of the package and a copy of the common
-        folder's, so that it builds on a machine without this repository."""
+    class SdistWithSources(sdist):
+        """An sdist that carries every source file of the package, so that it builds on a
+        machine without this repository."""
 
         def make_release_tree(self, base_dir: str, files: list[str]) -> None:
             # setuptools takes the file list from egg_info's manifest, which knows nothing
@@ -46,15 +44,9 @@ def make_sdist(root: Path, common: Path | None = None) -> type:
                     ):
                         continue
                     extra.append(os.path.relpath(os.path.join(dirpath, filename), root))
-            # The common folder's files reach the manifest as "../../<folder>/...": they go
-            # into _vendor below, never beside the release tree.
-            inside = {f for f in files if not os.path.normpath(f).startswith("..")}
-            super().make_release_tree(base_dir, sorted(inside | set(extra)))
-            if common is not None:  # its tests reach the sdist through the package's tests/
-                ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
-                shutil.copytree(common, Path(base_dir) / "_vendor" / common.name, ignore=ignore)
+            super().make_release_tree(base_dir, sorted(set(files) | set(extra)))
 
-    return SdistWithCommon
+    return SdistWithSources
 
 
 _MODULE_SUFFIXES = (".so", ".pyd", ".dylib")
@@ -83,22 +75,6 @@ def remove_stale_modules(target: str | os.PathLike[str]) -> list[Path]:
                 path.unlink()
                 removed.append(path)
     return removed
-
-
-def keep_objects_inside(compiler: Any) -> None:
-    """Make a common folder's sources (``../../lltm_common/csrc/x.cpp``: setuptools takes
-    only relative paths) compile to objects inside the build folder, each ``..`` of the
-    path becoming ``_up``, instead of beside the sources or in another build's folder."""
-    original = compiler.object_filenames
-
-    def object_filenames(sources, strip_dir=False, output_dir=""):  # type: ignore[no-untyped-def]
-        inside = [
-            os.path.join(*("_up" if part == ".." else part for part in Path(source).parts))
-            for source in sources
-        ]
-        return original(inside, strip_dir, output_dir)
-
-    compiler.object_filenames = object_filenames
 
 
 def check_cxx_runtime(library: str, linker: str) -> None:
@@ -155,10 +131,6 @@ def make_build_ext(info: dict[str, Any], python_module: bool) -> type:
 
         def get_outputs(self) -> list[str]:
             return [*super().get_outputs(), *self._generated_paths()]
-
-        def build_extensions(self) -> None:
-            keep_objects_inside(self.compiler)
-            super().build_extensions()
 
         def build_extension(self, ext: Any) -> None:
             super().build_extension(ext)

@@ -38,9 +38,6 @@ class PackageConfig:
     module: str = "_C"
     python_module: bool = True
     limited_api: bool = True
-    # A source folder shared with other packages (csrc/, python/): its C++ is compiled
-    # into this package's module, its python/ installed as <name>._<folder name>.
-    common: Path | None = None
     abi: str = "full"
     # [project] dynamic = ["dependencies"]: shared_build writes them (runtime_requirements),
     # the torch requirement from the torch built against, plus these.
@@ -90,7 +87,6 @@ def read_config(root: Path) -> PackageConfig:
     module = table.pop("module", "_C")
     python_module = table.pop("python_module", True)
     limited_api = table.pop("limited_api", True)
-    common = find_common(root, table.pop("common", None))
     abi = table.pop("abi", "full")
     if abi not in ("full", "stable"):
         raise BuildError(
@@ -120,7 +116,7 @@ def read_config(root: Path) -> PackageConfig:
     if unknown:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
-            f"abi, common, cuda, dependencies, module, python_module, limited_api, "
+            f"abi, cuda, dependencies, module, python_module, limited_api, "
             f"{', '.join(sorted(allowed))}"
         )
     compile_args = table.get("extra_compile_args", {})
@@ -146,7 +142,6 @@ def read_config(root: Path) -> PackageConfig:
         module=module,
         python_module=bool(python_module),
         limited_api=bool(limited_api),
-        common=common,
         abi=abi,
         dynamic_dependencies=dynamic_dependencies,
         dependencies=list(dependencies),
@@ -200,21 +195,6 @@ def check_setuptools(
             f"setuptools {version} needs the 'wheel' package to build wheels; "
             "pip install -U 'setuptools>=77' (or pip install wheel)"
         )
-
-
-def find_common(root: Path, relative: str | None) -> Path | None:
-    """The shared source folder named by ``common``: the sdist's vendored copy
-    (``_vendor/<folder name>``) or, in a checkout, the path relative to the package."""
-    if relative is None:
-        return None
-    in_checkout = (root / relative).resolve()
-    for candidate in (root / "_vendor" / in_checkout.name, in_checkout):
-        if (candidate / "csrc").is_dir():
-            return candidate.resolve()
-    raise BuildError(
-        f"[tool.shared_build] common = {relative!r}: neither {in_checkout} nor "
-        f"{root / '_vendor' / in_checkout.name} has a csrc/ folder"
-    )
 
 
 # Commands that compile; any other invocation of setup.py (egg_info, dist_info, sdist,

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from .flags import Flags
 
 
-def collect_sources(root: Path, with_cuda: bool, common: Path | None = None) -> list[str]:
-    """csrc/**/*.cpp, plus *.cu and anything under a cuda/ folder when building CUDA; the
-    same from the common folder's csrc/ (as absolute paths: it lies outside the package).
+def collect_sources(root: Path, with_cuda: bool) -> list[str]:
+    """csrc/**/*.cpp (links followed: a folder shared by packages is a link in their csrc/),
+    plus *.cu and anything under a cuda/ folder when building CUDA.
 
     Two sources that differ only in their suffix (csrc/add.cpp and csrc/add.cu) would compile
     to the same object file and one would silently overwrite the other at link time.
@@ -31,33 +31,28 @@ def collect_sources(root: Path, with_cuda: bool, common: Path | None = None) -> 
     csrc = root / "csrc"
     if not csrc.is_dir():
         raise BuildError(f"{root} has no csrc/ folder with the C++ sources")
-    sources = []
-    csrc_dirs = [csrc] if common is None else [csrc, common / "csrc"]
-    for path in sorted(p for d in csrc_dirs for p in d.rglob("*")):
-        if path.suffix not in (".cpp", ".cu") or not path.is_file():
-            continue
-        base = next(d for d in csrc_dirs if d in path.parents)
-        in_cuda_dir = "cuda" in path.relative_to(base).parts[:-1]
-        if (path.suffix == ".cu" or in_cuda_dir) and not with_cuda:
-            continue
-        sources.append(path)
-
-    def shown(path: Path) -> str:
-        return str(path.relative_to(root)) if root in path.parents else str(path)
-
+    found = sorted(
+        Path(folder, name).relative_to(root)
+        for folder, _, names in os.walk(csrc, followlinks=True)
+        for name in names
+    )
+    sources = [
+        path
+        for path in found
+        if path.suffix in (".cpp", ".cu")
+        and (with_cuda or (path.suffix != ".cu" and "cuda" not in path.parts[1:-1]))
+    ]
     objects: dict[Path, Path] = {}
     for path in sources:
         obj = path.with_suffix("")
         if obj in objects:
             raise BuildError(
-                f"{shown(objects[obj])} and {shown(path)} would both "
-                f"compile to {obj.name}.o; rename one of them"
+                f"{objects[obj]} and {path} would both compile to {obj.name}.o; rename one of them"
             )
         objects[obj] = path
     if not sources:
         raise BuildError(f"{csrc} has no .cpp or .cu sources")
-    # setuptools refuses absolute paths; a common folder's are relative, with "..".
-    return [os.path.relpath(p, root) for p in sources]
+    return [str(p) for p in sources]
 
 
 def split_cuda_sources(sources: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -86,7 +81,7 @@ def make_extensions(
         # A copy per extension: cpp_extension adds to the lists it is given.
         return {key: list(args) for key, args in flags.compile_args.items()}
 
-    sources = collect_sources(package.root, cuda.enabled, package.common)
+    sources = collect_sources(package.root, cuda.enabled)
     extensions = []
     cuda_library = None
     if package.abi == "stable" and cuda.enabled:

@@ -128,7 +128,7 @@ class Flags:
 
 def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Flags:
     """Optimisation or debug, sanitizers, OpenMP, the overrides, the glibc shims and the
-    warnings; the include folders: shared_build's, the package's, the common folder's,
+    warnings; the include folders: shared_build's, the package's,
     the configured ones, CUDA's; TORCH_TARGET_VERSION for a stable-ABI build."""
     from torch.utils import cpp_extension
 
@@ -145,7 +145,6 @@ def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Fl
     ours = [
         str(INCLUDE_DIR),
         str(package.root / "csrc"),
-        *([str(package.common / "csrc")] if package.common else []),
     ]
     include_dirs = [*ours, *options.include_dirs, *cuda.include_dirs]
     if sys.platform.startswith("linux"):

@@ -53,27 +53,18 @@ def runtime_requirements(
 
 
 def python_packages(config: PackageConfig) -> dict[str, Any]:
-    """The setup() arguments of the package's Python side: its packages (and the common
-    folder's python/, as <name>._<folder>), where they are, and the sdist command."""
-    root = config.root
+    """The setup() arguments of the package's Python side: its packages under src/ (links
+    followed: a Python folder shared by packages is a link in theirs) and the sdist command."""
+    src = config.root / "src"
     packages = sorted(
-        {
-            p.parent.relative_to(root / "src").as_posix().replace("/", ".")
-            for p in (root / "src").rglob("__init__.py")
-        }
+        Path(folder).relative_to(src).as_posix().replace("/", ".")
+        for folder, _, names in os.walk(src, followlinks=True)
+        if "__init__.py" in names
     )
-    package_dir = {"": "src"}
-    if config.common is not None:
-        common_package = f"{config.name}._{config.common.name.removesuffix('_common')}"
-        packages.append(common_package)
-        # setuptools takes only relative paths here, even ones that leave the package.
-        package_dir[common_package] = Path(
-            os.path.relpath(config.common / "python", root)
-        ).as_posix()
     return {
         "packages": packages,
-        "package_dir": package_dir,
-        "cmdclass": {"sdist": make_sdist(root, config.common)},
+        "package_dir": {"": "src"},
+        "cmdclass": {"sdist": make_sdist(config.root)},
     }
 
 

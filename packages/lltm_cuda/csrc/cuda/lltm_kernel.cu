@@ -10,8 +10,8 @@
 #include <ATen/ops/sum.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <lltm.h>
-#include <lltm_pointwise.h>
+#include "lltm_common/lltm.h"
+#include "lltm_common/lltm_pointwise.h"
 #include <torch/library.h>
 
 #include <algorithm>

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import harness, machine, report, run
+from benchmarks import harness, lltm_bench, machine, report, run
 from benchmarks.harness import Context
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -392,6 +392,14 @@ def test_cuda_rows_are_timed_by_wall_clock_events_and_graph_replays(monkeypatch,
         "met"]  # fmt: skip
 
 
+def test_the_lltm_cuda_goals_use_the_clock_issue_58_names():
+    module = bench_module("lltm_cuda")
+    by_peer = {(g.op, g.case, g.peer): g for g in module.GOALS}
+    floor = by_peer["lltm forward+backward", LARGE, "GEMM floor"]
+    assert (floor.clock, round(floor.min_speedup, 3)) == ("cuda-events", 0.909)
+    assert by_peer["lltm forward+backward", TUTORIAL, lltm_bench.REDUCE_OVERHEAD].clock == "wall"
+
+
 def test_the_spread_of_a_slow_row_is_computed_across_its_rounds(monkeypatch):
     # A slow row, as kornia's at 1080p: one or two blocks a round, too few for quartiles in
     # any one round; pooled over the three rounds they give an IQR.
@@ -425,6 +433,26 @@ def test_a_time_without_an_iqr_leaves_its_goal_inconclusive():
     eager = next(row for row in rows_of(text, "n=10") if row[1] == "eager")
     assert eager[2:4] == ["10 us IQR n/a ⚠", "10.00x"]  # not called a tie: nothing bounds it
     assert _goal_row(runs, ">=")[-2:] == ["10.00x no IQR inconclusive ⚠", "inconclusive"]
+
+
+def test_gc_cpps_eager_baseline_is_named_by_the_association_it_runs():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    module = bench_module("gc_cpp")
+    n = 64
+    for f_in, f_out in module.SHAPES:
+        a, x, w, b = (
+            torch.rand(n, n),
+            torch.rand(n, f_in),
+            torch.rand(f_in, f_out),
+            torch.rand(f_out),
+        )
+        with FlopCounterMode(display=False) as counter:
+            module._eager(a, x, w, b)
+        right_first = 2 * n * f_in * f_out + 2 * n * n * f_out  # a @ (x @ w)
+        left_first = 2 * n * n * f_in + 2 * n * f_in * f_out  # (a @ x) @ w
+        name = module.eager_name(f_in, f_out)
+        assert counter.get_total_flops() == (right_first if "a@(x@w)" in name else left_first)
 
 
 def test_goals_not_run_collapse_to_one_line_per_goal():
@@ -503,9 +531,11 @@ HEADLINE = {
         ("warp_perspective bilinear", "B=8 C=3 1080p", "cuda"),
     ],
 }
-# (package, op, case, ours, peer, min_speedup, tie) of issue 44's goal 6.
+# (package, op, case, ours, peer, min_speedup, tie) of issue 44's goal 6 and issue 58.
 ISSUE_GOALS = [
     ("lltm_cuda", "lltm forward+backward", TUTORIAL, "lltm_cuda", "eager", 2.0, False),
+    ("lltm_cuda", "lltm forward+backward", TUTORIAL, "lltm_cuda", lltm_bench.REDUCE_OVERHEAD,
+     1.0, False),
     ("lltm_cuda", "lltm forward+backward", LARGE, "lltm_cuda", "eager", 1.0, False),
     ("lltm_cuda", "lltm forward+backward", LARGE, "lltm_cuda", "torch.compile", 1.0, False),
     ("add_ext", "add", "n=1e+07", "add_ext", "device copy", 0.9, False),

@@ -510,6 +510,17 @@ def test_from_raw_rerenders_the_published_run(raw_files, tmp_path, monkeypatch):
     assert list(json.loads((out / "results.json").read_text())["versions"]) == ["1.0.0", "1.1.0"]
 
 
+def test_the_committed_report_is_the_rendering_of_the_committed_raw_files(tmp_path):
+    """benchmarks/results/report.md and results.json are what --from-raw makes of raw/."""
+    results = ROOT / "benchmarks" / "results"
+    runs = report.load(sorted((results / "raw").glob("*.json")))
+    versions = json.loads((results / "results.json").read_text())["versions"]
+    assert sorted(versions) == sorted(runs)
+    text = (results / "report.md").read_text()
+    source = "benchmarks/results/raw/" if "re-rendered from its raw files" in text else None
+    assert text == report.render({v: runs[v] for v in versions}, source=source)
+
+
 # benchmarks/run.py: the headline (the CUDA rows a GPU check times) and the rows file.
 
 TUTORIAL, LARGE = "B=16 in=32 state=128", "B=64 in=256 state=1024"

@@ -1,4 +1,4 @@
-"""A description of the machine a benchmark ran on, for the report."""
+"""The machine a benchmark ran on, and what else ran on it while it timed."""
 
 from __future__ import annotations
 
@@ -11,73 +11,86 @@ from typing import Any
 import torch
 
 
-def cpu_model() -> str:
+def _read(path: str, field: str | None = None) -> str | None:
+    """A file's text, or the value of its first "field: value" line; None where absent."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def memory_gib() -> float | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemTotal:"):
-                    return round(int(line.split()[1]) / (1 << 20), 1)
-    except OSError:
-        pass
-    return None
-
-
-def load_average() -> float | None:
-    """The 1-minute load average (other work on the machine skews every figure)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
-
-
-def governor() -> str | None:
-    """cpu0's frequency governor where the kernel shows it (VMs often do not)."""
-    try:
-        return Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+    if field is None:
+        return text.strip() or None
+    values = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith(field)]
+    return values[0] if values else None
 
 
 def describe() -> dict[str, Any]:
-    gpu = None
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        gpu = {
-            "name": props.name,
-            "count": torch.cuda.device_count(),
-            "memory_gib": round(props.total_memory / (1 << 30), 1),
-            "capability": f"{props.major}.{props.minor}",
-            "multiprocessors": props.multi_processor_count,
-        }
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count()
+    props = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
+    gpu = props and {"name": props.name, "count": torch.cuda.device_count(),
+                     "memory_gib": round(props.total_memory / (1 << 30), 1),
+                     "capability": f"{props.major}.{props.minor}",
+                     "multiprocessors": props.multi_processor_count}  # fmt: skip
+    memory = _read("/proc/meminfo", "MemTotal")
     return {
-        "cpu": cpu_model(),
-        "cores": cores,
+        "cpu": _read("/proc/cpuinfo", "model name") or platform.machine(),
+        "cores": len(os.sched_getaffinity(0)),
         "torch_threads": torch.get_num_threads(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "memory_gib": memory_gib(),
+        "memory_gib": memory and round(int(memory.split()[0]) / (1 << 20), 1),
         "gpu": gpu,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "load_before": load_average(),
-        "governor": governor(),
-        # glibc's malloc tunables (benchmarks/run.py sets them): page faults or not
-        "malloc": os.environ.get("GLIBC_TUNABLES"),
+        "load_before": round(os.getloadavg()[0], 2),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "malloc": os.environ.get("GLIBC_TUNABLES"),  # benchmarks.run sets glibc's thresholds
     }
+
+
+def sample() -> dict[str, float]:
+    """CPU counters now: jiffies (/proc/stat) of the CPUs this process may run on, busy,
+    stolen and in all; this process's CPU seconds; the 1-minute load average."""
+    cpus, busy, steal, total = {f"cpu{i}" for i in os.sched_getaffinity(0)}, 0, 0, 0
+    for line in (_read("/proc/stat") or "").splitlines():
+        name, *values = line.split()
+        if name in cpus:  # user nice system idle iowait irq softirq steal
+            jiffies = [int(v) for v in values[:8]]
+            busy += sum(jiffies[:3]) + jiffies[5] + jiffies[6]
+            steal, total = steal + jiffies[7], total + sum(jiffies)
+    own = sum(os.times()[:2])
+    return {"busy": busy, "steal": steal, "total": total, "own": own, "load": os.getloadavg()[0]}
+
+
+def window(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """What else ran between two samples: others, the share of those CPUs' time that other
+    processes used, and steal, the share the hypervisor gave to other machines (None
+    without /proc/stat); the load average at the end; tick_us, time.perf_counter's step."""
+    total = after["total"] - before["total"]
+    own = (after["own"] - before["own"]) * os.sysconf("SC_CLK_TCK")
+    others = (after["busy"] - before["busy"] - own) / total if total > 0 else None
+    steal = (after["steal"] - before["steal"]) / total if total > 0 else None
+    return {"others": None if others is None else round(max(others, 0.0), 3),
+            "steal": None if steal is None else round(steal, 3),
+            "load": round(after["load"], 2), "tick_us": round(tick() * 1e6, 3)}  # fmt: skip
+
+
+def quiet(seconds: float = 0.5) -> dict[str, Any]:
+    """A window in which this process sleeps: what the rest of the machine does."""
+    before = sample()
+    time.sleep(seconds)
+    return window(before, sample())
+
+
+def tick() -> float:
+    """The smallest step of time.perf_counter in a few reads: a VM whose clock fell back to
+    a coarse source (jiffies: 4-10 ms) rounds every short time to a multiple of it."""
+    steps, first = [], time.perf_counter()
+    last = now = first
+    while len(steps) < 5 and now - first < 0.05:
+        now = time.perf_counter()
+        if now != last:
+            steps.append(now - last)
+            last = now
+    return min(steps, default=last - first)

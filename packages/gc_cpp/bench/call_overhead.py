@@ -1,8 +1,6 @@
-"""Per-call cost of gc_cpp.graph_conv on a 16-node graph: what dispatch, the checks and
-autograd cost when the products themselves are tiny. Run it in two environments, one with
-the stable-ABI build and one with a full-ABI build of the same op, and compare:
-
-    OMP_NUM_THREADS=1 python packages/gc_cpp/bench/call_overhead.py
+"""Per-call cost of gc_cpp.graph_conv on a 16-node graph: dispatch, checks and autograd, when
+the products are tiny. `nox -s abi_overhead` runs it under the stable-ABI build and the last
+full-ABI one: OMP_NUM_THREADS=1 python THIS_FILE
 """
 
 from __future__ import annotations

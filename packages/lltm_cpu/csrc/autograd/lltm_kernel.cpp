@@ -1,6 +1,6 @@
 // lltm_cpu's Autograd kernels: lltm_common/csrc/lltm_autograd.h for Cpu.
-#include "lltm_common/lltm_autograd.h"
 #include <torch/library.h>
+#include "lltm_common/lltm_autograd.h"
 
 #include "lltm_cpu.h"
 

@@ -10,10 +10,10 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
-#include "lltm_common/lltm.h"
-#include "lltm_common/lltm_pointwise.h"
 #include <shared_build/cpu_dispatch.h>
 #include <torch/library.h>
+#include "lltm_common/lltm.h"
+#include "lltm_common/lltm_pointwise.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // lltm_cuda's Autograd kernels: lltm_common/csrc/lltm_autograd.h for Cuda.
-#include "lltm_common/lltm_autograd.h"
 #include <torch/library.h>
+#include "lltm_common/lltm_autograd.h"
 
 #include "lltm_cuda.h"
 

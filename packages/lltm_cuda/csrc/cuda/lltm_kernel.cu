@@ -10,9 +10,9 @@
 #include <ATen/ops/sum.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
 #include "lltm_common/lltm.h"
 #include "lltm_common/lltm_pointwise.h"
-#include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>

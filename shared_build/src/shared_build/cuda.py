@@ -1,10 +1,8 @@
-"""Step 3 of a build: CUDA. Whether to build device code, which toolkit, which headers,
-which GPUs.
+"""Step 3 of a build: whether to build device code, which toolkit, headers and GPUs.
 
-``resolve_cuda`` takes steps 1 and 2's results (BuildConfig, TorchFacts) and returns a
-``CudaBuild``. The functions it composes take what they look at (environment, file tests,
-program output) as arguments so that each decision is unit-tested without a toolkit or a
-GPU; ``shared-build doctor`` asks them too.
+``resolve_cuda`` takes BuildConfig and TorchFacts and returns a ``CudaBuild``. Its parts take
+what they look at (environment, file tests, program output) as arguments, so each decision
+is unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,26 +24,15 @@ if TYPE_CHECKING:
     from .config import BuildConfig
     from .torch_facts import TorchFacts
 
-# Built when TORCH_CUDA_ARCH_LIST is unset, no GPU is visible and torch does not say which
-# architectures its own kernels were built for (resolve_arch_list): Turing (T4), Ampere
-# (A100; sm_80 code also runs on sm_86/sm_89), Hopper (H100/H200), Blackwell datacenter
-# (B200) and Blackwell consumer (RTX 50), plus PTX of the newest for GPUs after those.
-# Architectures the toolkit cannot target are dropped (CUDA 12.4 has no sm_100, say).
+# Without TORCH_CUDA_ARCH_LIST, a visible GPU or torch's own list: Turing, Ampere (sm_80
+# code also runs on sm_86/89), Hopper, Blackwell datacenter and consumer, PTX for later GPUs.
 DEFAULT_ARCH_LIST = "7.5;8.0;9.0;10.0;12.0+PTX"
 
-# Where CUDA installers put the toolkit (a link to /usr/local/cuda-X.Y).
 DEFAULT_CUDA_HOME = "/usr/local/cuda"
 
-# Headers that torch's own CUDA headers include (ATen/cuda/CUDAContextLight.h). A
-# toolkit installed without the math libraries (as conda's or the CUDA runtime-only
-# images are) lacks them; torch's pip wheels ship them in the nvidia-* packages.
-TORCH_CUDA_HEADERS = (
-    "cuda_runtime_api.h",
-    "cusparse.h",
-    "cublas_v2.h",
-    "cublasLt.h",
-    "cusolverDn.h",
-)
+# Headers torch's CUDA headers include (ATen/cuda/CUDAContextLight.h): a toolkit without the
+# math libraries (conda's, runtime-only images) lacks them; torch's nvidia-* wheels ship them.
+TORCH_CUDA_HEADERS = "cuda_runtime_api.h", "cusparse.h", "cublas_v2.h", "cublasLt.h", "cusolverDn.h"
 
 
 @dataclass(frozen=True)
@@ -99,10 +86,8 @@ def header_cuda_version(include_dirs: Sequence[str]) -> Version | None:
 
 def pip_compiler_requirements(torch_cuda: str) -> list[str]:
     """NVIDIA's pip packages that put an nvcc matching torch's CUDA into an environment.
-
-    crt and nvvm are pinned with nvcc: left free, pip takes the newest, whose PTX version
-    the pinned ptxas does not know ("Unsupported .version").
-    """
+    crt and nvvm are pinned with nvcc: the newest nvvm's PTX is "Unsupported .version" to an
+    older ptxas."""
     wanted = Version(torch_cuda)
     series = f"{wanted.major}.{wanted.minor}.*"
     if wanted.major >= 13:
@@ -134,39 +119,30 @@ def pip_nvcc_dirs(
 
 
 def make_cuda_home(pip_dir: str, destination: str) -> str:
-    """A folder shaped like a toolkit (bin/nvcc, include/, lib64/libcudart.so) made of links
-    into a pip compiler's folder, for torch.utils.cpp_extension, which wants one CUDA_HOME.
+    """A folder shaped like a toolkit (bin/nvcc, include/, lib64/libcudart.so) of links into
+    a pip compiler's folder, for torch.utils.cpp_extension, which wants one CUDA_HOME.
 
-    Every entry of pip_dir is linked; lib64 is a real folder because the pip wheels ship only
-    the versioned libcudart.so.13 and the linker looks for libcudart.so.
+    Every other entry of pip_dir is linked as it is (CMake finds lib/libcudart_static.a
+    where nvcc says its libraries are). bin is a real folder of links: nvcc takes its TOP
+    from bin/.., and through a linked bin that would be the pip folder, which has no lib64.
+    lib64 is a real folder too: the wheels ship only libcudart.so.13, the linker wants
+    libcudart.so.
     """
-    os.makedirs(destination, exist_ok=True)
-    for name in os.listdir(pip_dir):
-        # lib stays reachable as it is: CMake links a CUDA program against
-        # lib/libcudart_static.a and lib/libcudadevrt.a where nvcc says its libraries are.
-        if name in ("lib64", "bin"):
-            continue
-        _link(os.path.join(pip_dir, name), os.path.join(destination, name))
-    # bin is a real folder of links: nvcc takes its TOP from the folder it was started
-    # from (bin/..), and through a linked folder that would be the pip folder again, which
-    # has no lib64 (nvcc 13.0 links from TOP/lib64).
     bin_dir = os.path.join(destination, "bin")
     if os.path.islink(bin_dir):
         os.unlink(bin_dir)
     os.makedirs(bin_dir, exist_ok=True)
-    for name in os.listdir(os.path.join(pip_dir, "bin")):
-        _link(os.path.join(pip_dir, "bin", name), os.path.join(bin_dir, name))
-    lib64 = os.path.join(destination, "lib64")
-    os.makedirs(lib64, exist_ok=True)
-    for lib_name in ("lib", "lib64"):
-        source = os.path.join(pip_dir, lib_name)
-        if not os.path.isdir(source):
-            continue
-        for name in os.listdir(source):
-            _link(os.path.join(source, name), os.path.join(lib64, name))
+    os.makedirs(os.path.join(destination, "lib64"), exist_ok=True)
+    for name in os.listdir(pip_dir):
+        if name not in ("lib64", "bin"):
+            _link(os.path.join(pip_dir, name), os.path.join(destination, name))
+    for source, target in (("bin", "bin"), ("lib", "lib64"), ("lib64", "lib64")):
+        folder = os.path.join(pip_dir, source)
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            _link(os.path.join(folder, name), os.path.join(destination, target, name))
             unversioned = re.sub(r"(\.so)\.\d+$", r"\1", name)
-            if unversioned != name:
-                _link(os.path.join(source, name), os.path.join(lib64, unversioned))
+            if target == "lib64" and unversioned != name:
+                _link(os.path.join(folder, name), os.path.join(destination, target, unversioned))
     return destination
 
 
@@ -212,57 +188,29 @@ def evaluate(
     cuda_toolkit.h refuses (#error) a compiler whose major.minor differs from the
     cuda_runtime_api.h found first, so that version must be the compiler's.
     """
-    wanted = Version(torch_cuda)
-    if toolkit.version.major != wanted.major:
+    major = Version(torch_cuda).major
+    if toolkit.version.major != major:
         return Candidate(
-            toolkit,
-            problem=f"its CUDA {toolkit.version} is not torch's major version {wanted.major}",
+            toolkit, problem=f"its CUDA {toolkit.version} is not torch's major version {major}"
         )
     try:
-        extra = resolve_include_dirs(toolkit, site_dirs, headers)
+        extra = tuple(resolve_include_dirs(toolkit, site_dirs, headers))
     except BuildError as error:
         return Candidate(toolkit, problem=str(error))
-    if toolkit.version.major >= 13 and not os.path.isfile(
-        os.path.join(toolkit.include_dir, "cccl", "nv", "target")
-    ):
+    cccl = os.path.join(toolkit.include_dir, "cccl", "nv", "target")
+    found = header_cuda_version([*extra, toolkit.include_dir])
+    ours = (toolkit.version.major, toolkit.version.minor)
+    problem = None
+    if ours[0] >= 13 and not os.path.isfile(cccl):
         # nvcc 13 looks for CCCL only in its own include/cccl (nvcc.profile); without it
         # every .cu file fails with "nv/target: No such file or directory".
-        return Candidate(
-            toolkit,
-            tuple(extra),
-            problem=f"it has no CCCL headers ({os.path.join(toolkit.include_dir, 'cccl', 'nv', 'target')} is missing)",
+        problem = f"it has no CCCL headers ({cccl} is missing)"
+    elif found is not None and (found.major, found.minor) != ours:
+        problem = (
+            f"it is CUDA {toolkit.version} and the CUDA headers it would compile against "
+            f"({extra[0] if extra else toolkit.include_dir}) are CUDA {found}, which CCCL refuses"
         )
-    headers_version = header_cuda_version([*extra, toolkit.include_dir])
-    if headers_version is not None and (headers_version.major, headers_version.minor) != (
-        toolkit.version.major,
-        toolkit.version.minor,
-    ):
-        where = extra[0] if extra else toolkit.include_dir
-        return Candidate(
-            toolkit,
-            tuple(extra),
-            problem=(
-                f"it is CUDA {toolkit.version} and the CUDA headers it would compile against "
-                f"({where}) are CUDA {headers_version}, which CCCL refuses"
-            ),
-        )
-    return Candidate(toolkit, tuple(extra))
-
-
-def system_nvccs(
-    env: Mapping[str, str],
-    which: Callable[[str], str | None] = shutil.which,
-    is_file: Callable[[str], bool] = os.path.isfile,
-) -> list[tuple[str, str]]:
-    """(nvcc, where-it-came-from) of the system compilers, in the order they are tried."""
-    found = []
-    default = os.path.join(DEFAULT_CUDA_HOME, "bin", "nvcc")
-    if is_file(default):
-        found.append((default, "the default location"))
-    on_path = which("nvcc")
-    if on_path and all(os.path.realpath(on_path) != os.path.realpath(n) for n, _ in found):
-        found.append((on_path, "nvcc on PATH"))
-    return found
+    return Candidate(toolkit, extra, problem)
 
 
 def select_toolkit(
@@ -283,6 +231,10 @@ def select_toolkit(
     compilers exist but none fits.
     """
     command = pip_compiler_command(torch_cuda)
+
+    def version_of(nvcc: str) -> Version:
+        return parse_nvcc_version(run_nvcc(nvcc, "--version"))
+
     for name in ("CUDA_HOME", "CUDA_PATH"):
         root = env.get(name, "").strip()
         if not root:
@@ -293,7 +245,7 @@ def select_toolkit(
                 f"{name}={root} has no bin/nvcc; point {name} at a CUDA toolkit, or unset it "
                 f"and install the compiler matching torch's CUDA {torch_cuda} with: {command}"
             )
-        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
+        version = version_of(nvcc)
         candidate = evaluate(CudaToolkit(root, nvcc, version, name), torch_cuda, site_dirs)
         if candidate.problem:
             raise BuildError(
@@ -303,33 +255,34 @@ def select_toolkit(
             )
         return candidate
 
+    def found() -> Iterator[CudaToolkit]:
+        for pip_dir in pip_nvcc_dirs(site_dirs, is_file):
+            nvcc = os.path.join(pip_dir, "bin", "nvcc")
+            origin = "the pip compiler of this environment"
+            yield CudaToolkit(cuda_home_dir, nvcc, version_of(nvcc), origin, pip_dir)
+        default = os.path.join(DEFAULT_CUDA_HOME, "bin", "nvcc")
+        system = [(default, "the default location")] if is_file(default) else []
+        on_path = which("nvcc")
+        if on_path and all(os.path.realpath(on_path) != os.path.realpath(n) for n, _ in system):
+            system.append((on_path, "nvcc on PATH"))
+        roots: set[str] = set()
+        for nvcc, origin in system:
+            root = nvcc_home(nvcc, run_nvcc)
+            if os.path.realpath(root) in roots:  # /usr/local/cuda and a wrapper on PATH
+                continue
+            roots.add(os.path.realpath(root))
+            real_nvcc = os.path.join(root, "bin", "nvcc")
+            nvcc_run = real_nvcc if is_file(real_nvcc) else nvcc
+            yield CudaToolkit(root, nvcc_run, version_of(nvcc), origin)
+
     rejected: list[Candidate] = []
-    for pip_dir in pip_nvcc_dirs(site_dirs, is_file):
-        nvcc = os.path.join(pip_dir, "bin", "nvcc")
-        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
-        found = CudaToolkit(
-            cuda_home_dir, nvcc, version, "the pip compiler of this environment", pip_dir
-        )
-        candidate = evaluate(found, torch_cuda, site_dirs)
+    for toolkit in found():
+        candidate = evaluate(toolkit, torch_cuda, site_dirs)
         if candidate.problem is None:
-            make_cuda_home(pip_dir, cuda_home_dir)
+            if toolkit.pip_dir:
+                make_cuda_home(toolkit.pip_dir, cuda_home_dir)
             return candidate
         rejected.append(candidate)
-
-    seen_roots: set[str] = set()
-    for nvcc, origin in system_nvccs(env, which, is_file):
-        root = nvcc_home(nvcc, run_nvcc)
-        if os.path.realpath(root) in seen_roots:  # /usr/local/cuda and a wrapper on PATH
-            continue
-        seen_roots.add(os.path.realpath(root))
-        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
-        real_nvcc = os.path.join(root, "bin", "nvcc")
-        found = CudaToolkit(root, real_nvcc if is_file(real_nvcc) else nvcc, version, origin)
-        candidate = evaluate(found, torch_cuda, site_dirs)
-        if candidate.problem is None:
-            return candidate
-        rejected.append(candidate)
-
     if not rejected:
         return None
     seen = "; ".join(
@@ -377,58 +330,45 @@ def decide_cuda(
                 f"{package} is CUDA-only and USE_CUDA=0 turns CUDA off; unset USE_CUDA"
             )
         return False
+    needed = mode == "on" or requirement == "required"
     why = "USE_CUDA=1 asks for CUDA" if mode == "on" else f"{package} is CUDA-only"
-    if torch_cuda is None:
-        if mode == "on" or requirement == "required":
-            raise BuildError(
-                f"{why} but the installed torch is a CPU-only build; install a CUDA "
-                "build of torch (for example pip install torch --index-url "
-                "https://download.pytorch.org/whl/cu130)"
-            )
-        return False
-    if toolkit is None:
-        if mode == "on" or requirement == "required":
-            raise BuildError(
-                f"{why} but no CUDA compiler was found (looked at CUDA_HOME, CUDA_PATH, "
-                f"this environment's pip packages, /usr/local/cuda and nvcc on PATH); "
-                f"install the one matching torch's CUDA {torch_cuda} with: "
-                f"{pip_compiler_command(torch_cuda)}"
-            )
-        return False
-    return True
+    if needed and torch_cuda is None:
+        raise BuildError(
+            f"{why} but the installed torch is a CPU-only build; install a CUDA "
+            "build of torch (for example pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu130)"
+        )
+    if needed and toolkit is None:
+        raise BuildError(
+            f"{why} but no CUDA compiler was found (looked at CUDA_HOME, CUDA_PATH, "
+            f"this environment's pip packages, /usr/local/cuda and nvcc on PATH); "
+            f"install the one matching torch's CUDA {torch_cuda} with: "
+            f"{pip_compiler_command(torch_cuda)}"
+        )
+    return torch_cuda is not None and toolkit is not None
 
 
-def missing_headers(
-    include_dirs: Sequence[str], headers: Iterable[str], is_file=os.path.isfile
-) -> list[str]:
+def missing_headers(include_dirs: Sequence[str], headers: Iterable[str]) -> list[str]:
     """The headers that none of include_dirs holds."""
-    return [h for h in headers if not any(is_file(os.path.join(d, h)) for d in include_dirs)]
-
-
-def nvidia_pip_include_dirs(search_paths: Iterable[str], headers: Iterable[str]) -> list[str]:
-    """Include folders of NVIDIA's pip packages (nvidia/*/include, nvidia/cu13/include, ...)
-    under the given site-packages folders that hold any of the headers."""
-    found: list[str] = []
-    wanted = list(headers)
-    for site in search_paths:
-        for include in sorted(
-            glob.glob(os.path.join(site, "nvidia", "**", "include"), recursive=True)
-        ):
-            if include in found:
-                continue
-            if any(os.path.isfile(os.path.join(include, h)) for h in wanted):
-                found.append(include)
-    return found
+    return [h for h in headers if not any(os.path.isfile(os.path.join(d, h)) for d in include_dirs)]
 
 
 def resolve_include_dirs(
     toolkit: CudaToolkit, site_dirs: Iterable[str], headers: Sequence[str] = TORCH_CUDA_HEADERS
 ) -> list[str]:
-    """Extra include folders so that torch's CUDA headers compile with this toolkit."""
+    """Extra include folders so that torch's CUDA headers compile with this toolkit: those of
+    NVIDIA's pip packages (nvidia/cu13/include, nvidia/<lib>/include) with a header it lacks."""
     missing = missing_headers([toolkit.include_dir], headers)
     if not missing:
         return []
-    extra = nvidia_pip_include_dirs(site_dirs, missing)
+    extra: list[str] = []
+    for site in site_dirs:
+        for include in sorted(
+            glob.glob(os.path.join(site, "nvidia", "**", "include"), recursive=True)
+        ):
+            has_one = any(os.path.isfile(os.path.join(include, h)) for h in missing)
+            if has_one and include not in extra:
+                extra.append(include)
     still = missing_headers([toolkit.include_dir, *extra], missing)
     if still:
         raise BuildError(
@@ -442,12 +382,13 @@ def resolve_include_dirs(
 
 def parse_nvcc_gpu_codes(text: str) -> list[str]:
     """Architectures from ``nvcc --list-gpu-code`` ("sm_75", ...) as "7.5", ..."""
-    archs = []
-    for match in re.finditer(r"\bsm_(\d+)(\d)\b", text):
-        arch = f"{match.group(1)}.{match.group(2)}"
-        if arch not in archs:
-            archs.append(arch)
-    return archs
+    return list(dict.fromkeys(f"{a}.{b}" for a, b in re.findall(r"\bsm_(\d+)(\d)\b", text)))
+
+
+def toolkit_archs(nvcc: str) -> list[str]:
+    """The architectures an nvcc can target (``--list-gpu-code``)."""
+    listed = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False)
+    return parse_nvcc_gpu_codes(listed.stdout)
 
 
 def _arch_key(arch: str) -> tuple[int, int]:
@@ -539,13 +480,8 @@ def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     env["CUDA_HOME"] = toolkit.root
     # cpp_extension resolved CUDA_HOME when it was imported; make it use our choice.
     cpp_extension.CUDA_HOME = toolkit.root
-    toolkit_archs = parse_nvcc_gpu_codes(
-        subprocess.run(
-            [toolkit.nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False
-        ).stdout
-    )
     arch_list, arch_origin = resolve_arch_list(
-        env, facts.visible, toolkit_archs, parse_nvcc_gpu_codes(facts.arch_flags)
+        env, facts.visible, toolkit_archs(toolkit.nvcc), parse_nvcc_gpu_codes(facts.arch_flags)
     )
     env["TORCH_CUDA_ARCH_LIST"] = arch_list
     rpath_args = []

@@ -1,10 +1,7 @@
-"""Step 1 of a build: what is asked for.
+"""Step 1 of a build: what is asked for, read and checked before torch is imported.
 
-The package's pyproject.toml (``[project]``, ``[tool.shared_build]`` and the setuptools of
-``[build-system]``, checked against the one installed), what setup.py adds
-(``setup_kwargs``' overrides), the environment's knobs (knobs.py) and the command setuptools
-runs, read and checked before torch is imported. The later steps (torch_facts, cuda,
-flags, extensions, setup_args) take the ``BuildConfig`` made here; none reads the
+The package's pyproject.toml, setup.py's overrides, the knobs (knobs.py) and the command
+setuptools runs. The later steps take the ``BuildConfig`` made here; none reads the
 package's files or these knobs again.
 """
 
@@ -26,6 +23,10 @@ from packaging.version import Version
 from .errors import BuildError
 from .knobs import Knobs, read_knobs
 
+# The list keys of [tool.shared_build] and of setup_kwargs' overrides that add to the
+# extension, merged once, the package's configuration first (merge_options).
+_OPTION_LISTS = ("include_dirs", "library_dirs", "libraries", "extra_link_args")
+
 
 @dataclass
 class PackageConfig:
@@ -39,16 +40,11 @@ class PackageConfig:
     python_module: bool = True
     limited_api: bool = True
     abi: str = "full"
-    # [project] dynamic = ["dependencies"]: shared_build writes them (runtime_requirements),
-    # the torch requirement from the torch built against, plus these.
+    # [project] dynamic = ["dependencies"]: shared_build writes them (runtime_requirements).
     dynamic_dependencies: bool = False
     dependencies: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
-    # [project] optional-dependencies (test, bench ...): what nox installs beside it.
-    optional_dependencies: dict[str, list[str]] = field(default_factory=dict)
-    # The setuptools of [build-system] requires ("setuptools>=77"): pip's
-    # --no-build-isolation builds with whatever setuptools is installed.
-    setuptools_requirement: str | None = None
+    setuptools_requirement: str | None = None  # of [build-system] requires
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -104,14 +100,7 @@ def read_config(root: Path) -> PackageConfig:
             f"[tool.shared_build] dependencies in {pyproject} are for a package whose [project] "
             'dynamic = ["dependencies"]; list them in [project] dependencies instead'
         )
-    allowed = {
-        "libraries",
-        "library_dirs",
-        "include_dirs",
-        "extra_link_args",
-        "define_macros",
-        "extra_compile_args",
-    }
+    allowed = {*_OPTION_LISTS, "define_macros", "extra_compile_args"}
     unknown = set(table) - allowed
     if unknown:
         raise BuildError(
@@ -146,9 +135,6 @@ def read_config(root: Path) -> PackageConfig:
         dynamic_dependencies=dynamic_dependencies,
         dependencies=list(dependencies),
         extra=table,
-        optional_dependencies={
-            k: list(v) for k, v in project.get("optional-dependencies", {}).items()
-        },
         setuptools_requirement=next(
             (r for r in build_requires if _requirement_name(r) == "setuptools"), None
         ),
@@ -169,8 +155,7 @@ def check_setuptools(
 
     ``requirement`` is the package's [build-system] one ("setuptools>=77"): pip's
     --no-build-isolation builds with the setuptools installed, and an older one fails
-    reading pyproject.toml with a message of its own (setuptools 65.5 under torch 2.11's
-    environment: "`project.license` must be valid exactly by one definition").
+    reading pyproject.toml with a message of its own.
     """
     if version is None:
         import setuptools
@@ -199,18 +184,8 @@ def check_setuptools(
 
 # Commands that compile; any other invocation of setup.py (egg_info, dist_info, sdist,
 # --version) only needs metadata and must work without torch, e.g. in an isolated sdist build.
-BUILD_COMMANDS = frozenset(
-    {
-        "build",
-        "build_ext",
-        "bdist_wheel",
-        "bdist",
-        "bdist_egg",
-        "install",
-        "develop",
-        "editable_wheel",
-    }
-)
+BUILD_COMMANDS = {"build", "build_ext", "bdist_wheel", "bdist", "bdist_egg", "install"}
+BUILD_COMMANDS |= {"develop", "editable_wheel"}
 
 
 def is_metadata_only(argv: Sequence[str]) -> bool:
@@ -220,17 +195,12 @@ def is_metadata_only(argv: Sequence[str]) -> bool:
 
 # PEP 517 hooks that lead to a wheel. setuptools' build_meta runs setup.py (as egg_info or
 # dist_info, which need no torch) already in the first of them, get_requires_for_build_wheel,
-# before pip resolves the package's runtime dependencies: torch>=2.6 there is about 3 GB.
-WHEEL_HOOKS = frozenset(
-    {
-        "get_requires_for_build_wheel",
-        "prepare_metadata_for_build_wheel",
-        "build_wheel",
-        "get_requires_for_build_editable",
-        "prepare_metadata_for_build_editable",
-        "build_editable",
-    }
-)
+# before pip resolves the package's runtime dependencies (torch, about 3 GB).
+WHEEL_HOOKS = {
+    f"{hook}_{kind}"
+    for hook in ("get_requires_for_build", "prepare_metadata_for_build", "build")
+    for kind in ("wheel", "editable")
+}
 
 
 def wheel_hook(orig_argv: Sequence[str]) -> str | None:
@@ -263,15 +233,9 @@ def build_root(env: Mapping[str, str], package: str) -> Path:
     return root
 
 
-# The keys of [tool.shared_build.extra] and of setup_kwargs' overrides that add to the
-# extension; both are merged once, the package's configuration first.
-_OPTION_LISTS = ("include_dirs", "library_dirs", "libraries", "extra_link_args")
-
-
 @dataclass
 class Options:
-    """What pyproject.toml's [tool.shared_build.extra] and setup.py's overrides add to the
-    extension, merged."""
+    """What [tool.shared_build] and setup.py's overrides add to the extension, merged."""
 
     include_dirs: list[str] = field(default_factory=list)
     library_dirs: list[str] = field(default_factory=list)
@@ -302,8 +266,7 @@ class BuildConfig:
     """Step 1's result: the package, what setup.py adds, the knobs, where the build goes.
 
     ``env`` is the environment the build runs in (os.environ for a real build): later steps
-    write their decisions into it for torch.utils.cpp_extension (CUDA_HOME,
-    TORCH_CUDA_ARCH_LIST, MAX_JOBS, the ninja on PATH).
+    write their decisions into it for torch.utils.cpp_extension (CUDA_HOME, MAX_JOBS ...).
     """
 
     package: PackageConfig
@@ -316,8 +279,7 @@ class BuildConfig:
 def configure(
     package: PackageConfig, env: dict[str, str], overrides: Mapping[str, Any]
 ) -> BuildConfig:
-    """Everything a build is asked for: the package's configuration and setup.py's
-    overrides, merged; the knobs; the out-of-tree folder the build goes into."""
+    """Everything a build is asked for, and the out-of-tree folder it goes into."""
     return BuildConfig(
         package=package,
         options=merge_options(package.extra, overrides),

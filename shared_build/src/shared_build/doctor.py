@@ -47,8 +47,8 @@ def _run(command: Sequence[str], stdin: str | None = None) -> subprocess.Complet
     )
 
 
-def check_python(version: tuple[int, int, int] | None = None) -> Finding:
-    version = version or tuple(sys.version_info[:3])  # type: ignore[assignment]
+def check_python() -> Finding:
+    version = tuple(sys.version_info[:3])
     text = ".".join(map(str, version))
     if version < (3, 10):
         return Finding("fail", "python", f"{text}; the packages need Python 3.10 or newer")
@@ -91,25 +91,20 @@ def cxx_standard(torch_version: str | None) -> str:
     """The C++ standard torch's headers need: C++20 from torch 2.13 on, C++17 before."""
     from packaging.version import Version
 
-    if torch_version is None:
-        return "c++20"
-    return "c++20" if Version(torch_version).release[:2] >= (2, 13) else "c++17"
+    if torch_version and Version(torch_version).release[:2] < (2, 13):
+        return "c++17"
+    return "c++20"
 
 
-def check_cxx(
-    env: Mapping[str, str],
-    torch_version: str | None,
-    which: Callable[[str], str | None] = shutil.which,
-    run: Runner = _run,
-) -> Finding:
+def check_cxx(env: Mapping[str, str], torch_version: str | None) -> Finding:
     try:
-        compiler = knobs.find_cxx(env, which)
+        compiler = knobs.find_cxx(env)
     except BuildError as error:
         return Finding("fail", "c++", str(error))
     standard = cxx_standard(torch_version)
     name = compiler_version(compiler.command)
     probe = "#include <version>\nint main() { return 0; }\n"
-    result = run(
+    result = _run(
         [*compiler.command.split(), f"-std={standard}", "-x", "c++", "-fsyntax-only", "-"], probe
     )
     if result.returncode != 0:
@@ -124,18 +119,14 @@ def check_cxx(
     return Finding("ok", "c++", f"{compiler.path} ({name}), accepts -std={standard}")
 
 
-def check_cxx_runtime(
-    env: Mapping[str, str],
-    which: Callable[[str], str | None] = shutil.which,
-    platform_name: str = sys.platform,
-) -> Finding | None:
+def check_cxx_runtime(env: Mapping[str, str]) -> Finding | None:
     """How the compiler links libstdc++ (Linux): shared, as torch's is, or a static copy,
     which shared_build's link line overrides and its build_ext refuses where it cannot.
     None where there is nothing to check (no Linux, no compiler, no readelf)."""
-    if not platform_name.startswith("linux") or which("readelf") is None:
+    if not sys.platform.startswith("linux") or shutil.which("readelf") is None:
         return None
     try:
-        compiler = knobs.find_cxx(env, which)
+        compiler = knobs.find_cxx(env)
     except BuildError:
         return None  # check_cxx has said so
     source = "#include <sstream>\nint f(long x) { std::ostringstream s; s << x; return 0; }\n"
@@ -154,7 +145,7 @@ def check_cxx_runtime(
             return None
         if not default:
             return Finding("ok", "c++ runtime", "links the shared libstdc++, as torch does")
-        if static_with(*cxx_runtime_link_args(platform_name)) is False:
+        if static_with(*cxx_runtime_link_args(sys.platform)) is False:
             return Finding(
                 "warn",
                 "c++ runtime",
@@ -184,11 +175,7 @@ def cxx_candidates(env: Mapping[str, str]) -> list[str]:
             numbered.update(n for n in os.listdir(folder) if re.fullmatch(r"g\+\+-\d+", n))
     names = [env.get("CXX", "").strip(), "c++", "g++", "g++-real"]
     names += sorted(numbered, key=lambda n: -int(n.split("-")[1]))
-    found: list[str] = []
-    for name in names:
-        if name and name not in found and shutil.which(name.split()[0], path=path):
-            found.append(name)
-    return found
+    return list(dict.fromkeys(n for n in names if n and shutil.which(n.split()[0], path=path)))
 
 
 def pick_cxx(env: Mapping[str, str]) -> tuple[str | None, list[tuple[str, Finding | None]]]:
@@ -305,11 +292,9 @@ def check_opencv(which: Callable[[str], str | None] = shutil.which, run: Runner 
     return Finding("ok", "opencv", f"opencv4 {result.stdout.strip()} (pkg-config)")
 
 
-def check_cache(
-    env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which
-) -> Finding:
+def check_cache(env: Mapping[str, str]) -> Finding:
     try:
-        launcher = knobs.compiler_launcher(env, which)
+        launcher = knobs.compiler_launcher(env)
     except BuildError as error:
         return Finding("fail", "compiler cache", str(error))
     if launcher is not None:

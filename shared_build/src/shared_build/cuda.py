@@ -43,8 +43,7 @@ class CudaToolkit:
     nvcc: str
     version: Version
     origin: str = "CUDA_HOME"
-    # The nvidia/cuXX folder of a pip compiler (nvidia-cuda-nvcc); root is then a folder of
-    # links made from it, shaped as torch.utils.cpp_extension expects a CUDA_HOME to be.
+    # A pip compiler's nvidia/cuXX folder; root is then a CUDA_HOME-shaped folder of links.
     pip_dir: str | None = None
 
     @property
@@ -120,14 +119,9 @@ def pip_nvcc_dirs(
 
 def make_cuda_home(pip_dir: str, destination: str) -> str:
     """A folder shaped like a toolkit (bin/nvcc, include/, lib64/libcudart.so) of links into
-    a pip compiler's folder, for torch.utils.cpp_extension, which wants one CUDA_HOME.
-
-    Every other entry of pip_dir is linked as it is (CMake finds lib/libcudart_static.a
-    where nvcc says its libraries are). bin is a real folder of links: nvcc takes its TOP
-    from bin/.., and through a linked bin that would be the pip folder, which has no lib64.
-    lib64 is a real folder too: the wheels ship only libcudart.so.13, the linker wants
-    libcudart.so.
-    """
+    a pip compiler's folder, for torch.utils.cpp_extension, which wants one CUDA_HOME. bin
+    is a real folder (nvcc takes its TOP from bin/..), so is lib64 (the wheels ship only
+    libcudart.so.13); the other entries (lib/ for CMake) are linked as they are."""
     bin_dir = os.path.join(destination, "bin")
     if os.path.islink(bin_dir):
         os.unlink(bin_dir)
@@ -175,18 +169,10 @@ class Candidate:
     problem: str | None = None
 
 
-def evaluate(
-    toolkit: CudaToolkit,
-    torch_cuda: str,
-    site_dirs: Iterable[str],
-    headers: Sequence[str] = TORCH_CUDA_HEADERS,
-) -> Candidate:
-    """Whether toolkit can compile torch's CUDA headers, decided before any compile.
-
-    Its major version must be torch's. The headers it will compile against are its own plus,
-    for those it lacks, the folders of NVIDIA's pip packages that torch installed; CCCL's
-    cuda_toolkit.h refuses (#error) a compiler whose major.minor differs from the
-    cuda_runtime_api.h found first, so that version must be the compiler's.
+def evaluate(toolkit: CudaToolkit, torch_cuda: str, site_dirs: Iterable[str]) -> Candidate:
+    """Whether toolkit can compile torch's CUDA headers, decided before any compile: its
+    major version must be torch's, and its major.minor that of the cuda_runtime_api.h it
+    finds first (its own, else NVIDIA's pip packages'), or CCCL's cuda_toolkit.h #errors.
     """
     major = Version(torch_cuda).major
     if toolkit.version.major != major:
@@ -194,7 +180,7 @@ def evaluate(
             toolkit, problem=f"its CUDA {toolkit.version} is not torch's major version {major}"
         )
     try:
-        extra = tuple(resolve_include_dirs(toolkit, site_dirs, headers))
+        extra = tuple(resolve_include_dirs(toolkit, site_dirs))
     except BuildError as error:
         return Candidate(toolkit, problem=str(error))
     cccl = os.path.join(toolkit.include_dir, "cccl", "nv", "target")
@@ -222,13 +208,10 @@ def select_toolkit(
     is_file: Callable[[str], bool] = os.path.isfile,
     run_nvcc: Callable[..., str] = _run_nvcc,
 ) -> Candidate | None:
-    """The compiler for a build against a torch built with CUDA torch_cuda.
-
-    In order: CUDA_HOME (or CUDA_PATH) when set, and then it must fit; the pip compiler in
-    the running environment (its CUDA_HOME-shaped folder is made at cuda_home_dir); a system
-    nvcc (/usr/local/cuda, nvcc on PATH) that fits. None when no nvcc exists at all; a
-    BuildError naming what was found and the pip command for a matching compiler when
-    compilers exist but none fits.
+    """The compiler for a build against a torch built with CUDA torch_cuda: CUDA_HOME (or
+    CUDA_PATH) when set, which must fit; else the first that fits of the environment's pip
+    compiler (given a CUDA_HOME-shaped folder at cuda_home_dir), /usr/local/cuda and nvcc on
+    PATH. None when there is no nvcc; a BuildError with the pip command when none fits.
     """
     command = pip_compiler_command(torch_cuda)
 
@@ -353,12 +336,10 @@ def missing_headers(include_dirs: Sequence[str], headers: Iterable[str]) -> list
     return [h for h in headers if not any(os.path.isfile(os.path.join(d, h)) for d in include_dirs)]
 
 
-def resolve_include_dirs(
-    toolkit: CudaToolkit, site_dirs: Iterable[str], headers: Sequence[str] = TORCH_CUDA_HEADERS
-) -> list[str]:
+def resolve_include_dirs(toolkit: CudaToolkit, site_dirs: Iterable[str]) -> list[str]:
     """Extra include folders so that torch's CUDA headers compile with this toolkit: those of
     NVIDIA's pip packages (nvidia/cu13/include, nvidia/<lib>/include) with a header it lacks."""
-    missing = missing_headers([toolkit.include_dir], headers)
+    missing = missing_headers([toolkit.include_dir], TORCH_CUDA_HEADERS)
     if not missing:
         return []
     extra: list[str] = []
@@ -402,13 +383,9 @@ def resolve_arch_list(
     toolkit_archs: Sequence[str],
     torch_archs: Sequence[str] = (),
 ) -> tuple[str, str]:
-    """(TORCH_CUDA_ARCH_LIST, where it came from).
-
-    The variable wins when set; else the visible GPUs' capabilities; else the architectures
-    torch itself was built for (``torch_archs``: a wheel runs on the GPUs its torch runs
-    on), with PTX of the newest for GPUs newer than all of them; else the documented
-    default. Only what the toolkit can target is kept.
-    """
+    """(TORCH_CUDA_ARCH_LIST, where it came from): the variable; else the visible GPUs; else
+    the architectures torch was built for (a wheel runs where its torch runs), else the
+    default, with PTX of the newest; only what the toolkit can target."""
     explicit = env.get("TORCH_CUDA_ARCH_LIST", "").strip()
     if explicit and explicit != "native":
         return explicit, "TORCH_CUDA_ARCH_LIST"
@@ -416,14 +393,9 @@ def resolve_arch_list(
     if visible_capabilities:
         archs = sorted({f"{major}.{minor}" for major, minor in visible_capabilities}, key=_arch_key)
         newest = max(supported, key=_arch_key) if supported else None
-        clamped = []
-        for arch in archs:
-            if supported and arch not in supported:
-                # A GPU newer than the toolkit: run PTX of the newest arch it knows.
-                arch = f"{newest}+PTX"
-            if arch not in clamped:
-                clamped.append(arch)
-        return ";".join(clamped), "the visible GPU"
+        # A GPU newer than the toolkit runs PTX of the newest arch it knows.
+        clamped = [a if not supported or a in supported else f"{newest}+PTX" for a in archs]
+        return ";".join(dict.fromkeys(clamped)), "the visible GPU"
     if explicit == "native":
         raise BuildError(
             "TORCH_CUDA_ARCH_LIST=native needs a visible GPU and none is; name the "
@@ -446,8 +418,7 @@ def resolve_arch_list(
 
 @dataclass
 class CudaBuild:
-    """Step 3's result: whether the build compiles CUDA, with which toolkit, and what that
-    adds."""
+    """Step 3's result: whether the build compiles CUDA, with which toolkit, what that adds."""
 
     enabled: bool = False
     toolkit: CudaToolkit | None = None
@@ -459,13 +430,11 @@ class CudaBuild:
 
 def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     """USE_CUDA, the package's cuda key and torch's CUDA decide; with CUDA on, the toolkit
-    becomes CUDA_HOME (config.env's and cpp_extension's) and the arch list
-    TORCH_CUDA_ARCH_LIST."""
+    becomes CUDA_HOME and the arch list TORCH_CUDA_ARCH_LIST (for cpp_extension)."""
     package, env, mode = config.package, config.env, config.knobs.use_cuda
     chosen = None
     if package.cuda != "none" and mode != "off" and facts.cuda is not None:
-        # Where a pip compiler gets its CUDA_HOME-shaped folder of links: per torch, since
-        # each torch version pins its own CUDA.
+        # A pip compiler's CUDA_HOME-shaped folder: per torch, as each pins its own CUDA.
         cuda_home_dir = config.build_root / "cuda_home" / f"torch{facts.version}".replace("+", "_")
         chosen = select_toolkit(env, facts.cuda, facts.site_dirs, str(cuda_home_dir.resolve()))
     toolkit = chosen.toolkit if chosen else None
@@ -486,9 +455,8 @@ def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     env["TORCH_CUDA_ARCH_LIST"] = arch_list
     rpath_args = []
     if toolkit.pip_dir:
-        # Built with NVIDIA's pip runtime: the library finds libcudart.so.13 beside it in
-        # site-packages when a C++ program (no Python, no torch import first) loads it,
-        # as torch's own libraries do.
+        # NVIDIA's pip runtime: the library finds libcudart in site-packages even when a C++
+        # program (no torch import first) loads it, as torch's own libraries do.
         site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
         cuda_rpath = os.path.relpath(
             os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, package.name)

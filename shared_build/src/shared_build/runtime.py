@@ -43,9 +43,7 @@ def c10_name(value: object, unknown: str | None = None) -> str:
     """c10's name of a torch dtype or layout; for one C10_NAMES lacks, ``unknown`` if given,
     else its Python name without "torch."."""
     key = str(value)
-    if key in C10_NAMES:
-        return C10_NAMES[key]
-    return unknown if unknown is not None else key.removeprefix("torch.")
+    return C10_NAMES.get(key, key.removeprefix("torch.") if unknown is None else unknown)
 
 
 def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | None) -> str | None:
@@ -127,7 +125,7 @@ def _installed_from(package: str) -> str | None:
     return url
 
 
-def rebuild_command(info: dict[str, Any], installed_from: str | None = None) -> str:
+def rebuild_command(info: dict[str, Any]) -> str:
     """The pip command that rebuilds the package against the torch in this environment: from
     its source folder, else from what pip installed it from, else it says what to name (never
     the build machine's folder: a wheel's user has none of it)."""
@@ -136,8 +134,7 @@ def rebuild_command(info: dict[str, Any], installed_from: str | None = None) -> 
     source = info.get("source_dir")
     if source and os.path.isdir(source):
         return f"{command} {source}"
-    if installed_from is None:
-        installed_from = _installed_from(package)
+    installed_from = _installed_from(package)
     if installed_from:
         return f"{command} {installed_from}"
     return (

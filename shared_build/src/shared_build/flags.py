@@ -44,12 +44,8 @@ def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
     the headers of torch, Python and external libraries system headers, whose warnings GCC
     and Clang do not report (a folder given with both -I and -isystem is a system folder).
     """
-    if not werror:
-        return []
-    args = ["-Wall", "-Wextra", "-Werror"]
-    for folder in system_include_dirs:
-        args += ["-isystem", folder]
-    return args
+    system = [arg for folder in system_include_dirs for arg in ("-isystem", folder)]
+    return ["-Wall", "-Wextra", "-Werror", *system] if werror else []
 
 
 def sanitize_args(names: Sequence[str], debug: bool = False) -> tuple[list[str], list[str]]:
@@ -86,9 +82,7 @@ def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:
     -fopenmp (which torch.utils.cpp_extension never adds) it runs serially. Only the compile
     gets it: the GOMP symbols resolve to the runtime libtorch_cpu loaded, not a second one.
     """
-    if not torch_uses_openmp or platform == "darwin":
-        return []
-    return ["-fopenmp"]
+    return ["-fopenmp"] if torch_uses_openmp and platform != "darwin" else []
 
 
 def target_version_macro(release: str) -> str:

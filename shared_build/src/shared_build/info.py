@@ -49,13 +49,9 @@ def load_build_info(folder: str) -> dict[str, Any]:
 
 def find_cuobjdump() -> str | None:
     """cuobjdump on PATH, else in NVIDIA's pip packages (nvidia-cuda-cuobjdump)."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    for site_dir in site.getsitepackages():
-        for path in sorted(glob.glob(os.path.join(site_dir, "nvidia", "*", "bin", "cuobjdump"))):
-            return path
-    return None
+    pattern = os.path.join("nvidia", "*", "bin", "cuobjdump")
+    pip = [p for d in site.getsitepackages() for p in sorted(glob.glob(os.path.join(d, pattern)))]
+    return shutil.which("cuobjdump") or (pip[0] if pip else None)
 
 
 def cuda_architectures(libraries: list[str]) -> list[str] | None:
@@ -75,8 +71,7 @@ def describe(name: str) -> list[tuple[str, str]]:
     folder = package_dir(name)
     info = load_build_info(folder)
     libraries = sorted(
-        p
-        for p in glob.glob(os.path.join(folder, "*.so")) + glob.glob(os.path.join(folder, "*.pyd"))
+        glob.glob(os.path.join(folder, "*.so")) + glob.glob(os.path.join(folder, "*.pyd"))
     )
     try:
         version = importlib.metadata.version(name)
@@ -85,25 +80,16 @@ def describe(name: str) -> list[tuple[str, str]]:
     abi = info.get("abi", "full")
     abi3 = any(".abi3." in os.path.basename(p) for p in libraries)
     abi_text = f"{abi} LibTorch ABI" + (", CPython limited API (abi3)" if abi3 else "")
+    cuda_text, arch_text = "none (CPU kernels only)", "-"
     if info.get("cuda"):
         archs = cuda_architectures(libraries) if libraries else None
         cuda_text = f"CUDA {info['cuda']} (nvcc {info.get('nvcc') or '?'})"
-        arch_text = (
-            ", ".join(archs)
-            if archs
-            else f"{info.get('arch_list')} (asked for; no cuobjdump to read the binary)"
-        )
-    else:
-        cuda_text = "none (CPU kernels only)"
-        arch_text = "-"
+        asked = f"{info.get('arch_list')} (asked for; no cuobjdump to read the binary)"
+        arch_text = ", ".join(archs) if archs else asked
+    torch_cuda = f"CUDA {info['torch_cuda']}" if info.get("torch_cuda") else "CPU-only build"
     rows = [
         ("package", f"{name} {version}"),
-        (
-            "built against",
-            f"torch {info.get('torch')} ("
-            + (f"CUDA {info['torch_cuda']}" if info.get("torch_cuda") else "CPU-only build")
-            + f"), Python {info.get('python')}",
-        ),
+        ("built against", f"torch {info.get('torch')} ({torch_cuda}), Python {info.get('python')}"),
         ("compiler", str(info.get("compiler"))),
         ("CUDA", cuda_text),
         ("CUDA architectures", arch_text),

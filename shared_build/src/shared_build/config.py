@@ -151,12 +151,9 @@ def _requirement_name(requirement: str) -> str | None:
 def check_setuptools(
     requirement: str | None, building: bool = True, version: str | None = None
 ) -> None:
-    """The setuptools here can read the package and, when ``building``, build its wheel.
-
-    ``requirement`` is the package's [build-system] one ("setuptools>=77"): pip's
-    --no-build-isolation builds with the setuptools installed, and an older one fails
-    reading pyproject.toml with a message of its own.
-    """
+    """The setuptools here meets the package's [build-system] ``requirement`` (pip's
+    --no-build-isolation builds with the one installed) and, when ``building``, can build a
+    wheel."""
     if version is None:
         import setuptools
 
@@ -204,11 +201,8 @@ WHEEL_HOOKS = {
 
 
 def wheel_hook(orig_argv: Sequence[str]) -> str | None:
-    """The PEP 517 wheel hook this process runs, or None (an sdist hook, or setup.py itself).
-
-    Front ends (pip, build) run each hook in a fresh interpreter through pyproject_hooks'
-    in-process runner, whose command line is ``python .../_in_process.py <hook> <dir>``.
-    """
+    """The PEP 517 wheel hook this process runs (front ends run ``python
+    .../_in_process.py <hook> <dir>``), or None: an sdist hook, or setup.py itself."""
     for index, arg in enumerate(orig_argv[:-1]):
         if os.path.basename(arg).startswith("_in_process.py"):
             hook = orig_argv[index + 1]
@@ -217,12 +211,9 @@ def wheel_hook(orig_argv: Sequence[str]) -> str | None:
 
 
 def build_root(env: Mapping[str, str], package: str) -> Path:
-    """The out-of-tree folder for the package's build folders and its egg-info.
-
-    SHARED_BUILD_DIR/<package> when set (kept: ninja's objects make the next build
-    incremental), else a temporary folder removed when this process ends, built or failed:
-    a plain ``pip install ./packages/<name>`` leaves nothing in the source tree.
-    """
+    """The out-of-tree folder for the package's build folders and its egg-info:
+    SHARED_BUILD_DIR/<package> when set (kept, for incremental builds), else a temporary
+    folder removed when this process ends, built or failed."""
     chosen = env.get("SHARED_BUILD_DIR", "").strip()
     if chosen:
         root = Path(chosen).resolve() / package

@@ -24,11 +24,7 @@ def _is_cuda(source: Path) -> bool:
 
 def collect_sources(root: Path, with_cuda: bool) -> list[str]:
     """csrc/**/*.cpp (links followed: a folder shared by packages is a link in their csrc/),
-    plus the CUDA sources when building CUDA.
-
-    Two sources that differ only in their suffix (csrc/add.cpp and csrc/add.cu) would compile
-    to the same object file and one would silently overwrite the other at link time.
-    """
+    plus the CUDA sources when building CUDA; never two that would compile to one object."""
     csrc = root / "csrc"
     if not csrc.is_dir():
         raise BuildError(f"{root} has no csrc/ folder with the C++ sources")
@@ -60,13 +56,10 @@ def split_cuda_sources(sources: Sequence[str]) -> tuple[list[str], list[str]]:
 def make_extensions(
     package: PackageConfig, cuda: CudaBuild, flags: Flags
 ) -> tuple[list[Any], str | None]:
-    """The extensions and the name of the CUDA library (None without one).
-
-    One extension, <name>.<module> (so TORCH_EXTENSION_NAME is the module's name), a
-    CUDAExtension when it compiles CUDA. A stable-ABI build with CUDA puts its CUDA sources
-    into a second one, <module>_cuda, loaded only under a CUDA torch, so the same wheel
-    imports under a CPU-only torch. WITH_CUDA is defined where CUDA is compiled; USE_CUDA
-    too in the second library (the C shim declares its CUDA entry points under it).
+    """The extensions, <name>.<module> (a CUDAExtension when it compiles CUDA), and the
+    name of the CUDA library (None without one): a stable-ABI build puts its CUDA sources
+    into <module>_cuda, loaded only under a CUDA torch. WITH_CUDA is defined where CUDA is
+    compiled; USE_CUDA too in that library (the C shim declares its CUDA API under it).
     """
     from torch.utils import cpp_extension
 

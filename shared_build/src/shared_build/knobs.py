@@ -150,11 +150,8 @@ def find_cxx(env: Mapping[str, str], which: Callable[[str], str | None] = shutil
 def compiler_launcher(
     env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which
 ) -> str | None:
-    """The compiler cache to put in front of the C++ and nvcc commands, or None.
-
-    USE_CCACHE=auto (default) takes ccache, else sccache, when one is on PATH; 1 requires
-    one; 0 turns caching off.
-    """
+    """The compiler cache to put in front of the C++ and nvcc commands, or None:
+    USE_CCACHE=auto (default) takes ccache, else sccache, if on PATH; 1 requires one."""
     raw = env.get("USE_CCACHE", "").strip().lower() or "auto"
     if raw in _FALSE:
         return None

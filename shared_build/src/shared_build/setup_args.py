@@ -75,9 +75,8 @@ def python_arguments(
 
 
 def build_tag(torch_version: str, cuda: bool, debug: bool, sanitize: Sequence[str]) -> str:
-    """The build folder's name: one per torch/Python/CUDA/debug/sanitizer combination, so
-    that switching torch never reuses objects compiled against other headers, and
-    switching back recompiles nothing."""
+    """The build folder's name, one per torch/Python/CUDA/debug/sanitizer combination:
+    switching torch never links stale objects, switching back recompiles nothing."""
     tag = (
         f"torch{torch_version}-{sys.implementation.cache_tag}{'-cuda' if cuda else ''}"
         f"{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
@@ -108,9 +107,8 @@ def setup_arguments(
     modules, cuda_library = extensions
     jobs = knobs.max_jobs_cuda if cuda.enabled else knobs.max_jobs
     env["MAX_JOBS"] = str(jobs)
-    # A compiler cache in front of c++ and nvcc: torch.utils.cpp_extension (2.13 on) puts
-    # ccache or sccache in front of both in its ninja file whenever one is on PATH, and
-    # TORCH_NO_COMPILER_WRAPPER=1 stops it; USE_CCACHE decides which, and records it.
+    # torch.utils.cpp_extension (2.13 on) puts ccache or sccache in front of c++ and nvcc
+    # whenever one is on PATH; TORCH_NO_COMPILER_WRAPPER=1 stops it. USE_CCACHE decides.
     if knobs.launcher is None:
         env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     else:

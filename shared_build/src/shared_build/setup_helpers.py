@@ -50,12 +50,8 @@ def _setup_kwargs(
 
 
 def setup_kwargs(package_root: str | os.PathLike[str], **overrides: Any) -> dict[str, Any]:
-    """Everything ``setuptools.setup()`` needs to build the package at package_root.
-
-    overrides add to [tool.shared_build]'s libraries, library_dirs, include_dirs,
-    extra_link_args, define_macros and extra_compile_args, and build_info (recorded in
-    _build_info.py).
-    """
+    """Everything ``setuptools.setup()`` needs to build the package at package_root;
+    overrides add to [tool.shared_build]'s keys, and build_info to _build_info.py."""
     try:
         return _setup_kwargs(
             Path(package_root), os.environ, sys.argv, overrides, getattr(sys, "orig_argv", ())

@@ -233,19 +233,15 @@ def check_nvcc(
     return Finding("ok", "nvcc", text), found
 
 
-def check_arch_list(
-    env: Mapping[str, str],
-    toolkit: cuda_mod.CudaToolkit,
-    visible: Sequence[tuple[int, int]],
-    torch_arch_flags: str = "",
-) -> Finding:
+def check_arch_list(env: Mapping[str, str], toolkit: cuda_mod.CudaToolkit, torch: Any) -> Finding:
     """The arch list a build will use, decided as resolve_cuda decides it."""
+    from .torch_facts import arch_flags, visible_capabilities
+
+    torch_archs = cuda_mod.parse_nvcc_gpu_codes(arch_flags(torch))
+    nvcc_archs = cuda_mod.toolkit_archs(toolkit.nvcc)
     try:
         archs, origin = cuda_mod.resolve_arch_list(
-            env,
-            visible,
-            cuda_mod.toolkit_archs(toolkit.nvcc),
-            cuda_mod.parse_nvcc_gpu_codes(torch_arch_flags),
+            env, visible_capabilities(torch), nvcc_archs, torch_archs
         )
     except BuildError as error:
         return Finding("fail", "TORCH_CUDA_ARCH_LIST", str(error))
@@ -339,14 +335,13 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     findings.append(check_ninja(env))
     toolkit = None
     if torch is not None:
-        from .torch_facts import arch_flags, site_dirs, visible_capabilities
+        from .torch_facts import site_dirs
 
         with tempfile.TemporaryDirectory() as home:
             nvcc, toolkit = check_nvcc(env, torch.version.cuda, site_dirs(torch), home)
             findings.append(nvcc)
             if toolkit:
-                visible = visible_capabilities(torch)
-                findings.append(check_arch_list(env, toolkit, visible, arch_flags(torch)))
+                findings.append(check_arch_list(env, toolkit, torch))
     findings.append(
         check_max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), toolkit is not None)
     )

@@ -20,12 +20,6 @@ from typing import Any
 from .errors import BuildError
 
 
-def import_name(name: str) -> str:
-    """The import name of a package named as pip names it (my-op, My_Op: my_op), which is
-    also its folder under packages/."""
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
 def package_dir(name: str) -> str:
     spec = importlib.util.find_spec(name) if name.isidentifier() else None
     if spec is None or not spec.submodule_search_locations:
@@ -67,7 +61,7 @@ def cuda_architectures(libraries: list[str]) -> list[str] | None:
 
 
 def describe(name: str) -> list[tuple[str, str]]:
-    name = import_name(name)
+    name = re.sub(r"[-_.]+", "_", name).lower()  # pip's my-op, My_Op: the import name my_op
     folder = package_dir(name)
     info = load_build_info(folder)
     libraries = sorted(

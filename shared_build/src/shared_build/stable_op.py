@@ -1,10 +1,6 @@
-"""The Python side of an op whose kernels are on LibTorch's stable ABI (see the README).
-
-The stable ABI has neither C++ autograd nor symbolic sizes: :func:`register` registers an
-op's fake kernel, autograd kernel and argument check from Python; an ``autograd.Function``
-runs the kernels below it with :func:`below_autograd`. Copied into every stable-ABI package
-as ``_stable_op.py``; the one place those packages use private torch API (dispatch key
-sets, redispatch, the op's schema), tested under every torch of the matrix.
+"""The Python side of an op on LibTorch's stable ABI, which has neither C++ autograd nor
+symbolic sizes (see the README). Copied into every stable-ABI package as ``_stable_op.py``:
+the one place those packages use private torch API, tested under every torch of the matrix.
 """
 
 from __future__ import annotations
@@ -69,12 +65,8 @@ def register(
         lib.impl(name, fake, key)
     complete = _completer(op)
     grad_path = autograd if autograd is not None else _not_differentiable(op, qualname)
-    lib.impl(
-        name,
-        _autograd_kernel(op, positions, complete, check, grad_path),
-        "Autograd",
-        with_keyset=True,
-    )
+    autograd_kernel = _autograd_kernel(op, positions, complete, check, grad_path)
+    lib.impl(name, autograd_kernel, "Autograd", with_keyset=True)
     if check is not None:
         lib.impl(name, _checked_kernel(op, complete, check), "BackendSelect", with_keyset=True)
     for key in ("AutocastCPU", "AutocastCUDA"):

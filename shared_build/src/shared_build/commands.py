@@ -45,12 +45,9 @@ def make_sdist(root: Path) -> type:
 
 
 def remove_stale_modules(target: str | os.PathLike[str]) -> list[Path]:
-    """Delete (and return) the other builds of the module that ``target`` is about to become.
-
-    A module's file name depends on the build (``_C.abi3.so``, ``_C.cpython-311-...so``,
-    ``_C.so``), and setuptools never clears its build folder: the old file would go into the
-    next wheel beside the new one, and Python may import it first.
-    """
+    """Delete (and return) the other builds of the module ``target`` is about to become
+    (``_C.abi3.so``, ``_C.cpython-311-...so``): setuptools never clears its build folder,
+    so the old file would go into the next wheel, and Python may import it first."""
     target = Path(target)
     stem = target.name.split(".", 1)[0]
     removed = [

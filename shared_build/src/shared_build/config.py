@@ -1,8 +1,5 @@
-"""Step 1 of a build: what is asked for, read and checked before torch is imported.
-
-The package's pyproject.toml, setup.py's overrides, the knobs (knobs.py) and the command
-setuptools runs. The later steps take the ``BuildConfig`` made here; none reads the
-package's files or these knobs again.
+"""Step 1 of a build: what is asked for (pyproject.toml, setup.py's overrides, the knobs),
+read and checked before torch is imported; no later step reads them again.
 """
 
 from __future__ import annotations
@@ -254,11 +251,8 @@ def merge_options(extra: Mapping[str, Any], overrides: Mapping[str, Any]) -> Opt
 
 @dataclass
 class BuildConfig:
-    """Step 1's result: the package, what setup.py adds, the knobs, where the build goes.
-
-    ``env`` is the environment the build runs in (os.environ for a real build): later steps
-    write their decisions into it for torch.utils.cpp_extension (CUDA_HOME, MAX_JOBS ...).
-    """
+    """Step 1's result. ``env`` is the build's environment (os.environ for a real build),
+    where later steps write their decisions for cpp_extension (CUDA_HOME, MAX_JOBS ...)."""
 
     package: PackageConfig
     options: Options = field(default_factory=Options)

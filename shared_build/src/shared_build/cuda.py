@@ -1,8 +1,6 @@
-"""Step 3 of a build: whether to build device code, which toolkit, headers and GPUs.
-
-``resolve_cuda`` takes BuildConfig and TorchFacts and returns a ``CudaBuild``. Its parts take
-what they look at (environment, file tests, program output) as arguments, so each decision
-is unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too.
+"""Step 3 of a build (``resolve_cuda``): whether to build device code, which toolkit,
+headers and GPUs. Its parts take what they look at as arguments, so each decision is
+unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too.
 """
 
 from __future__ import annotations
@@ -298,11 +296,8 @@ def decide_cuda(
     toolkit: CudaToolkit | None,
     package: str,
 ) -> bool:
-    """Whether to compile the package's CUDA sources.
-
-    mode is "auto", "on" or "off" (USE_CUDA); requirement is the package's own setting:
-    "none" (no CUDA sources), "optional" or "required".
-    """
+    """Whether to compile the package's CUDA sources: mode is USE_CUDA's ("auto", "on",
+    "off"), requirement the package's cuda key ("none", "optional", "required")."""
     if requirement == "none":
         if mode == "on":
             raise BuildError(f"{package} has no CUDA sources; unset USE_CUDA/FORCE_CUDA")

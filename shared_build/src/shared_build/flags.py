@@ -1,8 +1,5 @@
-"""Step 4 of a build: what the compiler and the linker are given.
-
-``compile_flags`` takes BuildConfig, TorchFacts and CudaBuild and returns ``Flags``; each
-piece is a function of its inputs, unit-tested without compiling.
-"""
+"""Step 4 of a build (``compile_flags``): what the compiler and the linker are given; each
+piece a function of its inputs, unit-tested without compiling."""
 
 from __future__ import annotations
 
@@ -49,13 +46,9 @@ def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
 
 
 def sanitize_args(names: Sequence[str], debug: bool = False) -> tuple[list[str], list[str]]:
-    """Compile and link flags for the sanitizers ``names`` (both empty for none).
-
-    -O1 (after compile_args' -O3, so it wins; DEBUG's -O0 stays), as the sanitizers' docs
-    recommend: -O3 can optimise a bad access away, and instrumenting it compiles slower. -g1
-    gives the reports file and line numbers; the link flag makes the module depend on the
-    sanitizer runtimes (Python must load libasan first: LD_PRELOAD, see the README).
-    """
+    """Compile and link flags for the sanitizers ``names`` (both empty for none): -O1
+    after compile_args' -O3 (DEBUG's -O0 stays), as the sanitizers' docs recommend, since
+    -O3 can optimise a bad access away; -g1 for file and line numbers in the reports."""
     if not names:
         return [], []
     flag = "-fsanitize=" + ",".join(names)
@@ -63,25 +56,17 @@ def sanitize_args(names: Sequence[str], debug: bool = False) -> tuple[list[str],
 
 
 def cxx_runtime_link_args(platform: str) -> list[str]:
-    """The shared libstdc++ named on the link line (Linux), so the extension uses the
-    process's one C++ runtime, the libstdc++.so.6 torch loaded.
-
-    A compiler that links libstdc++ statically (a wrapper adding -static-libstdc++; a plain
-    -lstdc++ does not help) gives the extension a second runtime, and c10's ``operator<<``
-    on a stream the extension made segfaults. The file name (``-l:``) links the shared
-    object ahead of the driver's implicit library; with a normal compiler it changes
-    nothing (the driver's -lstdc++ still follows, for what a linker script adds).
-    """
+    """The shared libstdc++ named on the link line (Linux), so the extension uses torch's
+    C++ runtime even under a compiler that links it statically (a wrapper adding
+    -static-libstdc++; a plain -lstdc++ does not help), where c10's ``operator<<`` on the
+    extension's stream segfaults. With a normal compiler it changes nothing."""
     return ["-l:libstdc++.so.6"] if platform.startswith("linux") else []
 
 
 def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:
-    """-fopenmp for the host compiler when torch's intra-op parallelism is OpenMP.
-
-    at::parallel_for's ``#pragma omp parallel`` is compiled in the extension, and without
-    -fopenmp (which torch.utils.cpp_extension never adds) it runs serially. Only the compile
-    gets it: the GOMP symbols resolve to the runtime libtorch_cpu loaded, not a second one.
-    """
+    """-fopenmp for the host compiler when torch uses OpenMP: at::parallel_for's pragma is
+    compiled in the extension, and runs serially without it (cpp_extension never adds it).
+    The link does not get it: the GOMP symbols resolve to libtorch_cpu's runtime."""
     return ["-fopenmp"] if torch_uses_openmp and platform != "darwin" else []
 
 

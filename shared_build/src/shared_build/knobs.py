@@ -1,8 +1,5 @@
-"""Step 1 of a build (with config.py): the environment variables that steer it, parsed.
-
-``read_knobs`` reads every knob once into ``Knobs``, before torch is imported; a variable of
-one step only is read there (SHARED_BUILD_STABLE_TARGET by torch_facts, CUDA_HOME, CUDA_PATH
-and TORCH_CUDA_ARCH_LIST by cuda). Each function takes the environment as an argument.
+"""Step 1 of a build (with config.py): ``read_knobs`` parses the environment variables
+that steer it, once, before torch is imported (those of one step only are read there).
 """
 
 from __future__ import annotations

@@ -183,12 +183,9 @@ _RAISING_CUDA_KERNELS: list[Any] = []  # their Libraries: one unregisters when c
 
 
 def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) -> str | None:
-    """Load a stable-ABI package's CUDA library (``_C_cuda``) under a CUDA torch.
-
-    Returns None when its kernels are in or there is nothing to load. When the library is
-    for another CUDA major than torch's or does not load, the package still imports and runs
-    on the CPU: the namespace's ops get CUDA kernels that raise one sentence, why and what to
-    install, and that sentence is returned.
+    """Load a stable-ABI package's CUDA library under a CUDA torch; None when it loaded or
+    there is nothing to load. Else the package still runs on the CPU, and the namespace's
+    ops get CUDA kernels that raise one sentence (why, what to install), which is returned.
     """
     import torch
 

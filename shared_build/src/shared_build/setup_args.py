@@ -1,9 +1,5 @@
-"""Step 6 of a build: the arguments of ``setuptools.setup()``.
-
-``setup_arguments`` takes every earlier step's result, writes the last decisions into the
-environment (MAX_JOBS, the compiler cache) and logs them in one line.
-``metadata_arguments`` is the same without a build: an sdist, egg_info, the first PEP 517
-hook.
+"""Step 6 of a build: the arguments of ``setuptools.setup()``, for a build
+(``setup_arguments``, which also logs the decisions in one line) or for metadata only.
 """
 
 from __future__ import annotations
@@ -31,12 +27,10 @@ if TYPE_CHECKING:
 def runtime_requirements(
     config: PackageConfig, env: Mapping[str, str], torch_version: str | None
 ) -> list[str] | None:
-    """The [project] dependencies shared_build writes for a package that declares them
-    dynamic, or None: torch (the release built against for the full ABI, whose C++ symbols
-    change with every release; the stable target and newer for the stable ABI; without
-    torch, an sdist's metadata, the oldest a build can take), packaging (_build_info.py
-    imports it) and [tool.shared_build] dependencies.
-    """
+    """The dependencies of a package that declares them dynamic, or None: torch (the release
+    built against for the full ABI, whose C++ symbols change with every release; the stable
+    target on for the stable ABI; the oldest a build takes for an sdist), packaging
+    (_build_info.py imports it) and [tool.shared_build] dependencies."""
     if not config.dynamic_dependencies:
         return None
     if config.abi == "stable" and torch_version:

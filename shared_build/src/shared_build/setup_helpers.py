@@ -1,8 +1,5 @@
-"""``setup_kwargs``: everything a package's ``setup()`` needs, from one call.
-
-A build runs six steps, each a module that takes the results of the ones before it (the
-README's "What setup_kwargs does"): config -> torch_facts -> cuda -> flags -> extensions ->
-setup_args. A failure is a BuildError, printed without a traceback.
+"""``setup_kwargs``: everything a package's ``setup()`` needs, from one call that runs the
+build steps (config -> torch_facts -> cuda -> flags -> extensions -> setup_args).
 """
 
 from __future__ import annotations

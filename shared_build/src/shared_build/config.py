@@ -165,11 +165,7 @@ def check_setuptools(
             '"`project.license` must be valid exactly by one definition"); '
             f"pip install -U '{requirement}'"
         )
-    if (
-        building
-        and Version(version) < Version("70.1")
-        and importlib.util.find_spec("wheel") is None
-    ):
+    if building and Version(version) < Version("70.1") and not importlib.util.find_spec("wheel"):
         raise BuildError(
             f"setuptools {version} needs the 'wheel' package to build wheels; "
             "pip install -U 'setuptools>=77' (or pip install wheel)"

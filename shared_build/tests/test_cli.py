@@ -106,10 +106,13 @@ def test_doctor_cxx_standard_by_torch_version():
 
 
 def test_doctor_flags_missing_ninja(tmp_path, monkeypatch):
+    """The build's own search (torch_facts.require_ninja) and its sentence."""
     monkeypatch.setitem(sys.modules, "ninja", None)  # the pip package is not importable
+    monkeypatch.setattr("shared_build.torch_facts.sys.executable", str(tmp_path / "python"))
     finding = doctor.check_ninja({"PATH": str(tmp_path)})
     assert finding.status == "fail"
-    assert finding.text.startswith("not found on PATH nor as the pip package; pip install ninja")
+    assert finding.text.startswith("ninja is required to build (it compiles in parallel")
+    assert finding.text.endswith("; pip install ninja")
 
 
 def test_doctor_flags_an_old_nvcc_with_the_pip_command(tmp_path, monkeypatch):

@@ -49,22 +49,22 @@ def test_force_cuda_contradicting_use_cuda():
 )
 def test_debug(value, expected):
     env = {} if value is None else {"DEBUG": value}
-    assert knobs.is_debug(env) is expected
+    assert knobs.parse_flag(env, "DEBUG") is expected
 
 
 def test_debug_rejects_unknown_values():
     with pytest.raises(BuildError, match="DEBUG='2'"):
-        knobs.is_debug({"DEBUG": "2"})
+        knobs.parse_flag({"DEBUG": "2"}, "DEBUG")
 
 
 def test_werror_adds_warnings_and_makes_other_headers_system_headers():
-    assert knobs.is_werror({"WERROR": "1"}) and not knobs.is_werror({})
+    assert knobs.parse_flag({"WERROR": "1"}, "WERROR") and not knobs.parse_flag({}, "WERROR")
     assert warning_args(False, ["/torch/include"]) == []
     assert warning_args(True, ["/torch/include", "/py"]) == [
         "-Wall", "-Wextra", "-Werror", "-isystem", "/torch/include", "-isystem", "/py",
     ]  # fmt: skip
     with pytest.raises(BuildError, match="WERROR='maybe' is not understood"):
-        knobs.is_werror({"WERROR": "maybe"})
+        knobs.parse_flag({"WERROR": "maybe"}, "WERROR")
 
 
 def test_compile_args_release_and_debug():

@@ -301,7 +301,7 @@ def test_setup_kwargs_exits_with_the_sentence(tmp_path, monkeypatch):
 
 def test_require_ninja_missing(monkeypatch):
     monkeypatch.setattr(torch_facts.shutil, "which", lambda *a, **k: None)
-    monkeypatch.setattr(torch_facts.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setitem(sys.modules, "ninja", None)  # the pip package is not importable
     with pytest.raises(BuildError, match="ninja is required .*; pip install ninja"):
         require_ninja({"PATH": "/nowhere"})
 

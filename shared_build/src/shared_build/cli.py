@@ -41,12 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         "stable ABI, one abi3 wheel for every torch from the target on, checks, fake kernel "
         "and autograd in Python",
     )
-    new.add_argument(
-        "--packages-dir",
-        type=Path,
-        default=None,
-        help="where to write (default: packages/ of the repository around the current folder)",
-    )
+    new.add_argument("--packages-dir", type=Path, help="default: the repository's packages/")
     commands.add_parser("doctor", help="what this machine can build, one line per fact")
     info = commands.add_parser("info", help="what an installed package was built with")
     info.add_argument("package")

@@ -1,11 +1,5 @@
-"""Step 1 of a build: what is asked for.
-
-The package's pyproject.toml (``[project]``, ``[tool.shared_build]`` and the setuptools of
-``[build-system]``, checked against the one installed), what setup.py adds
-(``setup_kwargs``' overrides), the environment's knobs (knobs.py) and the command setuptools
-runs, read and checked before torch is imported. The later steps (torch_facts, cuda,
-flags, extensions, setup_args) take the ``BuildConfig`` made here; none reads the
-package's files or these knobs again.
+"""Step 1 of a build: what is asked for (pyproject.toml, setup.py's overrides, the knobs),
+read and checked before torch is imported; no later step reads them again.
 """
 
 from __future__ import annotations
@@ -26,6 +20,10 @@ from packaging.version import Version
 from .errors import BuildError
 from .knobs import Knobs, read_knobs
 
+# The list keys of [tool.shared_build] and of setup_kwargs' overrides that add to the
+# extension, merged once, the package's configuration first (merge_options).
+_OPTION_LISTS = ("include_dirs", "library_dirs", "libraries", "extra_link_args")
+
 
 @dataclass
 class PackageConfig:
@@ -39,16 +37,11 @@ class PackageConfig:
     python_module: bool = True
     limited_api: bool = True
     abi: str = "full"
-    # [project] dynamic = ["dependencies"]: shared_build writes them (runtime_requirements),
-    # the torch requirement from the torch built against, plus these.
+    # [project] dynamic = ["dependencies"]: shared_build writes them (runtime_requirements).
     dynamic_dependencies: bool = False
     dependencies: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
-    # [project] optional-dependencies (test, bench ...): what nox installs beside it.
-    optional_dependencies: dict[str, list[str]] = field(default_factory=dict)
-    # The setuptools of [build-system] requires ("setuptools>=77"): pip's
-    # --no-build-isolation builds with whatever setuptools is installed.
-    setuptools_requirement: str | None = None
+    setuptools_requirement: str | None = None  # of [build-system] requires
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -104,14 +97,7 @@ def read_config(root: Path) -> PackageConfig:
             f"[tool.shared_build] dependencies in {pyproject} are for a package whose [project] "
             'dynamic = ["dependencies"]; list them in [project] dependencies instead'
         )
-    allowed = {
-        "libraries",
-        "library_dirs",
-        "include_dirs",
-        "extra_link_args",
-        "define_macros",
-        "extra_compile_args",
-    }
+    allowed = {*_OPTION_LISTS, "define_macros", "extra_compile_args"}
     unknown = set(table) - allowed
     if unknown:
         raise BuildError(
@@ -146,9 +132,6 @@ def read_config(root: Path) -> PackageConfig:
         dynamic_dependencies=dynamic_dependencies,
         dependencies=list(dependencies),
         extra=table,
-        optional_dependencies={
-            k: list(v) for k, v in project.get("optional-dependencies", {}).items()
-        },
         setuptools_requirement=next(
             (r for r in build_requires if _requirement_name(r) == "setuptools"), None
         ),
@@ -165,13 +148,9 @@ def _requirement_name(requirement: str) -> str | None:
 def check_setuptools(
     requirement: str | None, building: bool = True, version: str | None = None
 ) -> None:
-    """The setuptools here can read the package and, when ``building``, build its wheel.
-
-    ``requirement`` is the package's [build-system] one ("setuptools>=77"): pip's
-    --no-build-isolation builds with the setuptools installed, and an older one fails
-    reading pyproject.toml with a message of its own (setuptools 65.5 under torch 2.11's
-    environment: "`project.license` must be valid exactly by one definition").
-    """
+    """The setuptools here meets the package's [build-system] ``requirement`` (pip's
+    --no-build-isolation builds with the one installed) and, when ``building``, can build a
+    wheel."""
     if version is None:
         import setuptools
 
@@ -186,11 +165,7 @@ def check_setuptools(
             '"`project.license` must be valid exactly by one definition"); '
             f"pip install -U '{requirement}'"
         )
-    if (
-        building
-        and Version(version) < Version("70.1")
-        and importlib.util.find_spec("wheel") is None
-    ):
+    if building and Version(version) < Version("70.1") and not importlib.util.find_spec("wheel"):
         raise BuildError(
             f"setuptools {version} needs the 'wheel' package to build wheels; "
             "pip install -U 'setuptools>=77' (or pip install wheel)"
@@ -199,18 +174,8 @@ def check_setuptools(
 
 # Commands that compile; any other invocation of setup.py (egg_info, dist_info, sdist,
 # --version) only needs metadata and must work without torch, e.g. in an isolated sdist build.
-BUILD_COMMANDS = frozenset(
-    {
-        "build",
-        "build_ext",
-        "bdist_wheel",
-        "bdist",
-        "bdist_egg",
-        "install",
-        "develop",
-        "editable_wheel",
-    }
-)
+BUILD_COMMANDS = {"build", "build_ext", "bdist_wheel", "bdist", "bdist_egg", "install"}
+BUILD_COMMANDS |= {"develop", "editable_wheel"}
 
 
 def is_metadata_only(argv: Sequence[str]) -> bool:
@@ -220,25 +185,17 @@ def is_metadata_only(argv: Sequence[str]) -> bool:
 
 # PEP 517 hooks that lead to a wheel. setuptools' build_meta runs setup.py (as egg_info or
 # dist_info, which need no torch) already in the first of them, get_requires_for_build_wheel,
-# before pip resolves the package's runtime dependencies: torch>=2.6 there is about 3 GB.
-WHEEL_HOOKS = frozenset(
-    {
-        "get_requires_for_build_wheel",
-        "prepare_metadata_for_build_wheel",
-        "build_wheel",
-        "get_requires_for_build_editable",
-        "prepare_metadata_for_build_editable",
-        "build_editable",
-    }
-)
+# before pip resolves the package's runtime dependencies (torch, about 3 GB).
+WHEEL_HOOKS = {
+    f"{hook}_{kind}"
+    for hook in ("get_requires_for_build", "prepare_metadata_for_build", "build")
+    for kind in ("wheel", "editable")
+}
 
 
 def wheel_hook(orig_argv: Sequence[str]) -> str | None:
-    """The PEP 517 wheel hook this process runs, or None (an sdist hook, or setup.py itself).
-
-    Front ends (pip, build) run each hook in a fresh interpreter through pyproject_hooks'
-    in-process runner, whose command line is ``python .../_in_process.py <hook> <dir>``.
-    """
+    """The PEP 517 wheel hook this process runs (front ends run ``python
+    .../_in_process.py <hook> <dir>``), or None: an sdist hook, or setup.py itself."""
     for index, arg in enumerate(orig_argv[:-1]):
         if os.path.basename(arg).startswith("_in_process.py"):
             hook = orig_argv[index + 1]
@@ -247,12 +204,9 @@ def wheel_hook(orig_argv: Sequence[str]) -> str | None:
 
 
 def build_root(env: Mapping[str, str], package: str) -> Path:
-    """The out-of-tree folder for the package's build folders and its egg-info.
-
-    SHARED_BUILD_DIR/<package> when set (kept: ninja's objects make the next build
-    incremental), else a temporary folder removed when this process ends, built or failed:
-    a plain ``pip install ./packages/<name>`` leaves nothing in the source tree.
-    """
+    """The out-of-tree folder for the package's build folders and its egg-info:
+    SHARED_BUILD_DIR/<package> when set (kept, for incremental builds), else a temporary
+    folder removed when this process ends, built or failed."""
     chosen = env.get("SHARED_BUILD_DIR", "").strip()
     if chosen:
         root = Path(chosen).resolve() / package
@@ -263,15 +217,9 @@ def build_root(env: Mapping[str, str], package: str) -> Path:
     return root
 
 
-# The keys of [tool.shared_build.extra] and of setup_kwargs' overrides that add to the
-# extension; both are merged once, the package's configuration first.
-_OPTION_LISTS = ("include_dirs", "library_dirs", "libraries", "extra_link_args")
-
-
 @dataclass
 class Options:
-    """What pyproject.toml's [tool.shared_build.extra] and setup.py's overrides add to the
-    extension, merged."""
+    """What [tool.shared_build] and setup.py's overrides add to the extension, merged."""
 
     include_dirs: list[str] = field(default_factory=list)
     library_dirs: list[str] = field(default_factory=list)
@@ -299,12 +247,8 @@ def merge_options(extra: Mapping[str, Any], overrides: Mapping[str, Any]) -> Opt
 
 @dataclass
 class BuildConfig:
-    """Step 1's result: the package, what setup.py adds, the knobs, where the build goes.
-
-    ``env`` is the environment the build runs in (os.environ for a real build): later steps
-    write their decisions into it for torch.utils.cpp_extension (CUDA_HOME,
-    TORCH_CUDA_ARCH_LIST, MAX_JOBS, the ninja on PATH).
-    """
+    """Step 1's result. ``env`` is the build's environment (os.environ for a real build),
+    where later steps write their decisions for cpp_extension (CUDA_HOME, MAX_JOBS ...)."""
 
     package: PackageConfig
     options: Options = field(default_factory=Options)
@@ -316,8 +260,7 @@ class BuildConfig:
 def configure(
     package: PackageConfig, env: dict[str, str], overrides: Mapping[str, Any]
 ) -> BuildConfig:
-    """Everything a build is asked for: the package's configuration and setup.py's
-    overrides, merged; the knobs; the out-of-tree folder the build goes into."""
+    """Everything a build is asked for, and the out-of-tree folder it goes into."""
     return BuildConfig(
         package=package,
         options=merge_options(package.extra, overrides),

@@ -1,10 +1,6 @@
-"""Step 3 of a build: CUDA. Whether to build device code, which toolkit, which headers,
-which GPUs.
-
-``resolve_cuda`` takes steps 1 and 2's results (BuildConfig, TorchFacts) and returns a
-``CudaBuild``. The functions it composes take what they look at (environment, file tests,
-program output) as arguments so that each decision is unit-tested without a toolkit or a
-GPU; ``shared-build doctor`` asks them too.
+"""Step 3 of a build (``resolve_cuda``): whether to build device code, which toolkit,
+headers and GPUs. Its parts take what they look at as arguments, so each decision is
+unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too.
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,26 +22,15 @@ if TYPE_CHECKING:
     from .config import BuildConfig
     from .torch_facts import TorchFacts
 
-# Built when TORCH_CUDA_ARCH_LIST is unset, no GPU is visible and torch does not say which
-# architectures its own kernels were built for (resolve_arch_list): Turing (T4), Ampere
-# (A100; sm_80 code also runs on sm_86/sm_89), Hopper (H100/H200), Blackwell datacenter
-# (B200) and Blackwell consumer (RTX 50), plus PTX of the newest for GPUs after those.
-# Architectures the toolkit cannot target are dropped (CUDA 12.4 has no sm_100, say).
+# Without TORCH_CUDA_ARCH_LIST, a visible GPU or torch's own list: Turing, Ampere (sm_80
+# code also runs on sm_86/89), Hopper, Blackwell datacenter and consumer, PTX for later GPUs.
 DEFAULT_ARCH_LIST = "7.5;8.0;9.0;10.0;12.0+PTX"
 
-# Where CUDA installers put the toolkit (a link to /usr/local/cuda-X.Y).
 DEFAULT_CUDA_HOME = "/usr/local/cuda"
 
-# Headers that torch's own CUDA headers include (ATen/cuda/CUDAContextLight.h). A
-# toolkit installed without the math libraries (as conda's or the CUDA runtime-only
-# images are) lacks them; torch's pip wheels ship them in the nvidia-* packages.
-TORCH_CUDA_HEADERS = (
-    "cuda_runtime_api.h",
-    "cusparse.h",
-    "cublas_v2.h",
-    "cublasLt.h",
-    "cusolverDn.h",
-)
+# Headers torch's CUDA headers include (ATen/cuda/CUDAContextLight.h): a toolkit without the
+# math libraries (conda's, runtime-only images) lacks them; torch's nvidia-* wheels ship them.
+TORCH_CUDA_HEADERS = "cuda_runtime_api.h", "cusparse.h", "cublas_v2.h", "cublasLt.h", "cusolverDn.h"
 
 
 @dataclass(frozen=True)
@@ -56,8 +41,7 @@ class CudaToolkit:
     nvcc: str
     version: Version
     origin: str = "CUDA_HOME"
-    # The nvidia/cuXX folder of a pip compiler (nvidia-cuda-nvcc); root is then a folder of
-    # links made from it, shaped as torch.utils.cpp_extension expects a CUDA_HOME to be.
+    # A pip compiler's nvidia/cuXX folder; root is then a CUDA_HOME-shaped folder of links.
     pip_dir: str | None = None
 
     @property
@@ -99,10 +83,8 @@ def header_cuda_version(include_dirs: Sequence[str]) -> Version | None:
 
 def pip_compiler_requirements(torch_cuda: str) -> list[str]:
     """NVIDIA's pip packages that put an nvcc matching torch's CUDA into an environment.
-
-    crt and nvvm are pinned with nvcc: left free, pip takes the newest, whose PTX version
-    the pinned ptxas does not know ("Unsupported .version").
-    """
+    crt and nvvm are pinned with nvcc: the newest nvvm's PTX is "Unsupported .version" to an
+    older ptxas."""
     wanted = Version(torch_cuda)
     series = f"{wanted.major}.{wanted.minor}.*"
     if wanted.major >= 13:
@@ -134,39 +116,25 @@ def pip_nvcc_dirs(
 
 
 def make_cuda_home(pip_dir: str, destination: str) -> str:
-    """A folder shaped like a toolkit (bin/nvcc, include/, lib64/libcudart.so) made of links
-    into a pip compiler's folder, for torch.utils.cpp_extension, which wants one CUDA_HOME.
-
-    Every entry of pip_dir is linked; lib64 is a real folder because the pip wheels ship only
-    the versioned libcudart.so.13 and the linker looks for libcudart.so.
-    """
-    os.makedirs(destination, exist_ok=True)
-    for name in os.listdir(pip_dir):
-        # lib stays reachable as it is: CMake links a CUDA program against
-        # lib/libcudart_static.a and lib/libcudadevrt.a where nvcc says its libraries are.
-        if name in ("lib64", "bin"):
-            continue
-        _link(os.path.join(pip_dir, name), os.path.join(destination, name))
-    # bin is a real folder of links: nvcc takes its TOP from the folder it was started
-    # from (bin/..), and through a linked folder that would be the pip folder again, which
-    # has no lib64 (nvcc 13.0 links from TOP/lib64).
+    """A folder shaped like a toolkit (bin/nvcc, include/, lib64/libcudart.so) of links into
+    a pip compiler's folder, for torch.utils.cpp_extension, which wants one CUDA_HOME. bin
+    is a real folder (nvcc takes its TOP from bin/..), so is lib64 (the wheels ship only
+    libcudart.so.13); the other entries (lib/ for CMake) are linked as they are."""
     bin_dir = os.path.join(destination, "bin")
     if os.path.islink(bin_dir):
         os.unlink(bin_dir)
     os.makedirs(bin_dir, exist_ok=True)
-    for name in os.listdir(os.path.join(pip_dir, "bin")):
-        _link(os.path.join(pip_dir, "bin", name), os.path.join(bin_dir, name))
-    lib64 = os.path.join(destination, "lib64")
-    os.makedirs(lib64, exist_ok=True)
-    for lib_name in ("lib", "lib64"):
-        source = os.path.join(pip_dir, lib_name)
-        if not os.path.isdir(source):
-            continue
-        for name in os.listdir(source):
-            _link(os.path.join(source, name), os.path.join(lib64, name))
+    os.makedirs(os.path.join(destination, "lib64"), exist_ok=True)
+    for name in os.listdir(pip_dir):
+        if name not in ("lib64", "bin"):
+            _link(os.path.join(pip_dir, name), os.path.join(destination, name))
+    for source, target in (("bin", "bin"), ("lib", "lib64"), ("lib64", "lib64")):
+        folder = os.path.join(pip_dir, source)
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            _link(os.path.join(folder, name), os.path.join(destination, target, name))
             unversioned = re.sub(r"(\.so)\.\d+$", r"\1", name)
-            if unversioned != name:
-                _link(os.path.join(source, name), os.path.join(lib64, unversioned))
+            if target == "lib64" and unversioned != name:
+                _link(os.path.join(folder, name), os.path.join(destination, target, unversioned))
     return destination
 
 
@@ -199,70 +167,34 @@ class Candidate:
     problem: str | None = None
 
 
-def evaluate(
-    toolkit: CudaToolkit,
-    torch_cuda: str,
-    site_dirs: Iterable[str],
-    headers: Sequence[str] = TORCH_CUDA_HEADERS,
-) -> Candidate:
-    """Whether toolkit can compile torch's CUDA headers, decided before any compile.
-
-    Its major version must be torch's. The headers it will compile against are its own plus,
-    for those it lacks, the folders of NVIDIA's pip packages that torch installed; CCCL's
-    cuda_toolkit.h refuses (#error) a compiler whose major.minor differs from the
-    cuda_runtime_api.h found first, so that version must be the compiler's.
+def evaluate(toolkit: CudaToolkit, torch_cuda: str, site_dirs: Iterable[str]) -> Candidate:
+    """Whether toolkit can compile torch's CUDA headers, decided before any compile: its
+    major version must be torch's, and its major.minor that of the cuda_runtime_api.h it
+    finds first (its own, else NVIDIA's pip packages'), or CCCL's cuda_toolkit.h #errors.
     """
-    wanted = Version(torch_cuda)
-    if toolkit.version.major != wanted.major:
+    major = Version(torch_cuda).major
+    if toolkit.version.major != major:
         return Candidate(
-            toolkit,
-            problem=f"its CUDA {toolkit.version} is not torch's major version {wanted.major}",
+            toolkit, problem=f"its CUDA {toolkit.version} is not torch's major version {major}"
         )
     try:
-        extra = resolve_include_dirs(toolkit, site_dirs, headers)
+        extra = tuple(resolve_include_dirs(toolkit, site_dirs))
     except BuildError as error:
         return Candidate(toolkit, problem=str(error))
-    if toolkit.version.major >= 13 and not os.path.isfile(
-        os.path.join(toolkit.include_dir, "cccl", "nv", "target")
-    ):
+    cccl = os.path.join(toolkit.include_dir, "cccl", "nv", "target")
+    found = header_cuda_version([*extra, toolkit.include_dir])
+    ours = (toolkit.version.major, toolkit.version.minor)
+    problem = None
+    if ours[0] >= 13 and not os.path.isfile(cccl):
         # nvcc 13 looks for CCCL only in its own include/cccl (nvcc.profile); without it
         # every .cu file fails with "nv/target: No such file or directory".
-        return Candidate(
-            toolkit,
-            tuple(extra),
-            problem=f"it has no CCCL headers ({os.path.join(toolkit.include_dir, 'cccl', 'nv', 'target')} is missing)",
+        problem = f"it has no CCCL headers ({cccl} is missing)"
+    elif found is not None and (found.major, found.minor) != ours:
+        problem = (
+            f"it is CUDA {toolkit.version} and the CUDA headers it would compile against "
+            f"({extra[0] if extra else toolkit.include_dir}) are CUDA {found}, which CCCL refuses"
         )
-    headers_version = header_cuda_version([*extra, toolkit.include_dir])
-    if headers_version is not None and (headers_version.major, headers_version.minor) != (
-        toolkit.version.major,
-        toolkit.version.minor,
-    ):
-        where = extra[0] if extra else toolkit.include_dir
-        return Candidate(
-            toolkit,
-            tuple(extra),
-            problem=(
-                f"it is CUDA {toolkit.version} and the CUDA headers it would compile against "
-                f"({where}) are CUDA {headers_version}, which CCCL refuses"
-            ),
-        )
-    return Candidate(toolkit, tuple(extra))
-
-
-def system_nvccs(
-    env: Mapping[str, str],
-    which: Callable[[str], str | None] = shutil.which,
-    is_file: Callable[[str], bool] = os.path.isfile,
-) -> list[tuple[str, str]]:
-    """(nvcc, where-it-came-from) of the system compilers, in the order they are tried."""
-    found = []
-    default = os.path.join(DEFAULT_CUDA_HOME, "bin", "nvcc")
-    if is_file(default):
-        found.append((default, "the default location"))
-    on_path = which("nvcc")
-    if on_path and all(os.path.realpath(on_path) != os.path.realpath(n) for n, _ in found):
-        found.append((on_path, "nvcc on PATH"))
-    return found
+    return Candidate(toolkit, extra, problem)
 
 
 def select_toolkit(
@@ -274,15 +206,16 @@ def select_toolkit(
     is_file: Callable[[str], bool] = os.path.isfile,
     run_nvcc: Callable[..., str] = _run_nvcc,
 ) -> Candidate | None:
-    """The compiler for a build against a torch built with CUDA torch_cuda.
-
-    In order: CUDA_HOME (or CUDA_PATH) when set, and then it must fit; the pip compiler in
-    the running environment (its CUDA_HOME-shaped folder is made at cuda_home_dir); a system
-    nvcc (/usr/local/cuda, nvcc on PATH) that fits. None when no nvcc exists at all; a
-    BuildError naming what was found and the pip command for a matching compiler when
-    compilers exist but none fits.
+    """The compiler for a build against a torch built with CUDA torch_cuda: CUDA_HOME (or
+    CUDA_PATH) when set, which must fit; else the first that fits of the environment's pip
+    compiler (given a CUDA_HOME-shaped folder at cuda_home_dir), /usr/local/cuda and nvcc on
+    PATH. None when there is no nvcc; a BuildError with the pip command when none fits.
     """
     command = pip_compiler_command(torch_cuda)
+
+    def version_of(nvcc: str) -> Version:
+        return parse_nvcc_version(run_nvcc(nvcc, "--version"))
+
     for name in ("CUDA_HOME", "CUDA_PATH"):
         root = env.get(name, "").strip()
         if not root:
@@ -293,7 +226,7 @@ def select_toolkit(
                 f"{name}={root} has no bin/nvcc; point {name} at a CUDA toolkit, or unset it "
                 f"and install the compiler matching torch's CUDA {torch_cuda} with: {command}"
             )
-        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
+        version = version_of(nvcc)
         candidate = evaluate(CudaToolkit(root, nvcc, version, name), torch_cuda, site_dirs)
         if candidate.problem:
             raise BuildError(
@@ -303,33 +236,34 @@ def select_toolkit(
             )
         return candidate
 
+    def found() -> Iterator[CudaToolkit]:
+        for pip_dir in pip_nvcc_dirs(site_dirs, is_file):
+            nvcc = os.path.join(pip_dir, "bin", "nvcc")
+            origin = "the pip compiler of this environment"
+            yield CudaToolkit(cuda_home_dir, nvcc, version_of(nvcc), origin, pip_dir)
+        default = os.path.join(DEFAULT_CUDA_HOME, "bin", "nvcc")
+        system = [(default, "the default location")] if is_file(default) else []
+        on_path = which("nvcc")
+        if on_path and all(os.path.realpath(on_path) != os.path.realpath(n) for n, _ in system):
+            system.append((on_path, "nvcc on PATH"))
+        roots: set[str] = set()
+        for nvcc, origin in system:
+            root = nvcc_home(nvcc, run_nvcc)
+            if os.path.realpath(root) in roots:  # /usr/local/cuda and a wrapper on PATH
+                continue
+            roots.add(os.path.realpath(root))
+            real_nvcc = os.path.join(root, "bin", "nvcc")
+            nvcc_run = real_nvcc if is_file(real_nvcc) else nvcc
+            yield CudaToolkit(root, nvcc_run, version_of(nvcc), origin)
+
     rejected: list[Candidate] = []
-    for pip_dir in pip_nvcc_dirs(site_dirs, is_file):
-        nvcc = os.path.join(pip_dir, "bin", "nvcc")
-        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
-        found = CudaToolkit(
-            cuda_home_dir, nvcc, version, "the pip compiler of this environment", pip_dir
-        )
-        candidate = evaluate(found, torch_cuda, site_dirs)
+    for toolkit in found():
+        candidate = evaluate(toolkit, torch_cuda, site_dirs)
         if candidate.problem is None:
-            make_cuda_home(pip_dir, cuda_home_dir)
+            if toolkit.pip_dir:
+                make_cuda_home(toolkit.pip_dir, cuda_home_dir)
             return candidate
         rejected.append(candidate)
-
-    seen_roots: set[str] = set()
-    for nvcc, origin in system_nvccs(env, which, is_file):
-        root = nvcc_home(nvcc, run_nvcc)
-        if os.path.realpath(root) in seen_roots:  # /usr/local/cuda and a wrapper on PATH
-            continue
-        seen_roots.add(os.path.realpath(root))
-        version = parse_nvcc_version(run_nvcc(nvcc, "--version"))
-        real_nvcc = os.path.join(root, "bin", "nvcc")
-        found = CudaToolkit(root, real_nvcc if is_file(real_nvcc) else nvcc, version, origin)
-        candidate = evaluate(found, torch_cuda, site_dirs)
-        if candidate.problem is None:
-            return candidate
-        rejected.append(candidate)
-
     if not rejected:
         return None
     seen = "; ".join(
@@ -362,11 +296,8 @@ def decide_cuda(
     toolkit: CudaToolkit | None,
     package: str,
 ) -> bool:
-    """Whether to compile the package's CUDA sources.
-
-    mode is "auto", "on" or "off" (USE_CUDA); requirement is the package's own setting:
-    "none" (no CUDA sources), "optional" or "required".
-    """
+    """Whether to compile the package's CUDA sources: mode is USE_CUDA's ("auto", "on",
+    "off"), requirement the package's cuda key ("none", "optional", "required")."""
     if requirement == "none":
         if mode == "on":
             raise BuildError(f"{package} has no CUDA sources; unset USE_CUDA/FORCE_CUDA")
@@ -377,58 +308,43 @@ def decide_cuda(
                 f"{package} is CUDA-only and USE_CUDA=0 turns CUDA off; unset USE_CUDA"
             )
         return False
+    needed = mode == "on" or requirement == "required"
     why = "USE_CUDA=1 asks for CUDA" if mode == "on" else f"{package} is CUDA-only"
-    if torch_cuda is None:
-        if mode == "on" or requirement == "required":
-            raise BuildError(
-                f"{why} but the installed torch is a CPU-only build; install a CUDA "
-                "build of torch (for example pip install torch --index-url "
-                "https://download.pytorch.org/whl/cu130)"
-            )
-        return False
-    if toolkit is None:
-        if mode == "on" or requirement == "required":
-            raise BuildError(
-                f"{why} but no CUDA compiler was found (looked at CUDA_HOME, CUDA_PATH, "
-                f"this environment's pip packages, /usr/local/cuda and nvcc on PATH); "
-                f"install the one matching torch's CUDA {torch_cuda} with: "
-                f"{pip_compiler_command(torch_cuda)}"
-            )
-        return False
-    return True
+    if needed and torch_cuda is None:
+        raise BuildError(
+            f"{why} but the installed torch is a CPU-only build; install a CUDA "
+            "build of torch (for example pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu130)"
+        )
+    if needed and toolkit is None:
+        raise BuildError(
+            f"{why} but no CUDA compiler was found (looked at CUDA_HOME, CUDA_PATH, "
+            f"this environment's pip packages, /usr/local/cuda and nvcc on PATH); "
+            f"install the one matching torch's CUDA {torch_cuda} with: "
+            f"{pip_compiler_command(torch_cuda)}"
+        )
+    return torch_cuda is not None and toolkit is not None
 
 
-def missing_headers(
-    include_dirs: Sequence[str], headers: Iterable[str], is_file=os.path.isfile
-) -> list[str]:
+def missing_headers(include_dirs: Sequence[str], headers: Iterable[str]) -> list[str]:
     """The headers that none of include_dirs holds."""
-    return [h for h in headers if not any(is_file(os.path.join(d, h)) for d in include_dirs)]
+    return [h for h in headers if not any(os.path.isfile(os.path.join(d, h)) for d in include_dirs)]
 
 
-def nvidia_pip_include_dirs(search_paths: Iterable[str], headers: Iterable[str]) -> list[str]:
-    """Include folders of NVIDIA's pip packages (nvidia/*/include, nvidia/cu13/include, ...)
-    under the given site-packages folders that hold any of the headers."""
-    found: list[str] = []
-    wanted = list(headers)
-    for site in search_paths:
+def resolve_include_dirs(toolkit: CudaToolkit, site_dirs: Iterable[str]) -> list[str]:
+    """Extra include folders so that torch's CUDA headers compile with this toolkit: those of
+    NVIDIA's pip packages (nvidia/cu13/include, nvidia/<lib>/include) with a header it lacks."""
+    missing = missing_headers([toolkit.include_dir], TORCH_CUDA_HEADERS)
+    if not missing:
+        return []
+    extra: list[str] = []
+    for site in site_dirs:
         for include in sorted(
             glob.glob(os.path.join(site, "nvidia", "**", "include"), recursive=True)
         ):
-            if include in found:
-                continue
-            if any(os.path.isfile(os.path.join(include, h)) for h in wanted):
-                found.append(include)
-    return found
-
-
-def resolve_include_dirs(
-    toolkit: CudaToolkit, site_dirs: Iterable[str], headers: Sequence[str] = TORCH_CUDA_HEADERS
-) -> list[str]:
-    """Extra include folders so that torch's CUDA headers compile with this toolkit."""
-    missing = missing_headers([toolkit.include_dir], headers)
-    if not missing:
-        return []
-    extra = nvidia_pip_include_dirs(site_dirs, missing)
+            has_one = any(os.path.isfile(os.path.join(include, h)) for h in missing)
+            if has_one and include not in extra:
+                extra.append(include)
     still = missing_headers([toolkit.include_dir, *extra], missing)
     if still:
         raise BuildError(
@@ -442,12 +358,13 @@ def resolve_include_dirs(
 
 def parse_nvcc_gpu_codes(text: str) -> list[str]:
     """Architectures from ``nvcc --list-gpu-code`` ("sm_75", ...) as "7.5", ..."""
-    archs = []
-    for match in re.finditer(r"\bsm_(\d+)(\d)\b", text):
-        arch = f"{match.group(1)}.{match.group(2)}"
-        if arch not in archs:
-            archs.append(arch)
-    return archs
+    return list(dict.fromkeys(f"{a}.{b}" for a, b in re.findall(r"\bsm_(\d+)(\d)\b", text)))
+
+
+def toolkit_archs(nvcc: str) -> list[str]:
+    """The architectures an nvcc can target (``--list-gpu-code``)."""
+    listed = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False)
+    return parse_nvcc_gpu_codes(listed.stdout)
 
 
 def _arch_key(arch: str) -> tuple[int, int]:
@@ -461,13 +378,9 @@ def resolve_arch_list(
     toolkit_archs: Sequence[str],
     torch_archs: Sequence[str] = (),
 ) -> tuple[str, str]:
-    """(TORCH_CUDA_ARCH_LIST, where it came from).
-
-    The variable wins when set; else the visible GPUs' capabilities; else the architectures
-    torch itself was built for (``torch_archs``: a wheel runs on the GPUs its torch runs
-    on), with PTX of the newest for GPUs newer than all of them; else the documented
-    default. Only what the toolkit can target is kept.
-    """
+    """(TORCH_CUDA_ARCH_LIST, where it came from): the variable; else the visible GPUs; else
+    the architectures torch was built for (a wheel runs where its torch runs), else the
+    default, with PTX of the newest; only what the toolkit can target."""
     explicit = env.get("TORCH_CUDA_ARCH_LIST", "").strip()
     if explicit and explicit != "native":
         return explicit, "TORCH_CUDA_ARCH_LIST"
@@ -475,14 +388,9 @@ def resolve_arch_list(
     if visible_capabilities:
         archs = sorted({f"{major}.{minor}" for major, minor in visible_capabilities}, key=_arch_key)
         newest = max(supported, key=_arch_key) if supported else None
-        clamped = []
-        for arch in archs:
-            if supported and arch not in supported:
-                # A GPU newer than the toolkit: run PTX of the newest arch it knows.
-                arch = f"{newest}+PTX"
-            if arch not in clamped:
-                clamped.append(arch)
-        return ";".join(clamped), "the visible GPU"
+        # A GPU newer than the toolkit runs PTX of the newest arch it knows.
+        clamped = [a if not supported or a in supported else f"{newest}+PTX" for a in archs]
+        return ";".join(dict.fromkeys(clamped)), "the visible GPU"
     if explicit == "native":
         raise BuildError(
             "TORCH_CUDA_ARCH_LIST=native needs a visible GPU and none is; name the "
@@ -505,8 +413,7 @@ def resolve_arch_list(
 
 @dataclass
 class CudaBuild:
-    """Step 3's result: whether the build compiles CUDA, with which toolkit, and what that
-    adds."""
+    """Step 3's result: whether the build compiles CUDA, with which toolkit, what that adds."""
 
     enabled: bool = False
     toolkit: CudaToolkit | None = None
@@ -518,13 +425,11 @@ class CudaBuild:
 
 def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     """USE_CUDA, the package's cuda key and torch's CUDA decide; with CUDA on, the toolkit
-    becomes CUDA_HOME (config.env's and cpp_extension's) and the arch list
-    TORCH_CUDA_ARCH_LIST."""
+    becomes CUDA_HOME and the arch list TORCH_CUDA_ARCH_LIST (for cpp_extension)."""
     package, env, mode = config.package, config.env, config.knobs.use_cuda
     chosen = None
     if package.cuda != "none" and mode != "off" and facts.cuda is not None:
-        # Where a pip compiler gets its CUDA_HOME-shaped folder of links: per torch, since
-        # each torch version pins its own CUDA.
+        # A pip compiler's CUDA_HOME-shaped folder: per torch, as each pins its own CUDA.
         cuda_home_dir = config.build_root / "cuda_home" / f"torch{facts.version}".replace("+", "_")
         chosen = select_toolkit(env, facts.cuda, facts.site_dirs, str(cuda_home_dir.resolve()))
     toolkit = chosen.toolkit if chosen else None
@@ -539,20 +444,14 @@ def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     env["CUDA_HOME"] = toolkit.root
     # cpp_extension resolved CUDA_HOME when it was imported; make it use our choice.
     cpp_extension.CUDA_HOME = toolkit.root
-    toolkit_archs = parse_nvcc_gpu_codes(
-        subprocess.run(
-            [toolkit.nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False
-        ).stdout
-    )
     arch_list, arch_origin = resolve_arch_list(
-        env, facts.visible, toolkit_archs, parse_nvcc_gpu_codes(facts.arch_flags)
+        env, facts.visible, toolkit_archs(toolkit.nvcc), parse_nvcc_gpu_codes(facts.arch_flags)
     )
     env["TORCH_CUDA_ARCH_LIST"] = arch_list
     rpath_args = []
     if toolkit.pip_dir:
-        # Built with NVIDIA's pip runtime: the library finds libcudart.so.13 beside it in
-        # site-packages when a C++ program (no Python, no torch import first) loads it,
-        # as torch's own libraries do.
+        # NVIDIA's pip runtime: the library finds libcudart in site-packages even when a C++
+        # program (no torch import first) loads it, as torch's own libraries do.
         site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
         cuda_rpath = os.path.relpath(
             os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, package.name)

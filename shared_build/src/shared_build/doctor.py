@@ -1,8 +1,7 @@
 """``python -m shared_build doctor``: what this machine can build, one line per fact.
 
-Each check is a function of what it looks at (the environment, a ``which``, a command
-runner), so the tests feed it broken setups. A problem comes with one sentence saying what
-to do; a blocker (nothing can be built until it is fixed) makes the exit code 1.
+Each check asks the build step that decides it, or takes what it looks at as arguments so
+the tests feed it broken setups; a blocker is the sentence the build would stop at.
 """
 
 from __future__ import annotations
@@ -18,10 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import config, knobs
 from . import cuda as cuda_mod
-from . import knobs
+from .build_info import compiler_version
 from .errors import BuildError
 from .flags import cxx_runtime_link_args
+from .torch_facts import require_ninja
 
 Runner = Callable[[Sequence[str], str | None], subprocess.CompletedProcess]
 
@@ -46,8 +47,8 @@ def _run(command: Sequence[str], stdin: str | None = None) -> subprocess.Complet
     )
 
 
-def check_python(version: tuple[int, int, int] | None = None) -> Finding:
-    version = version or tuple(sys.version_info[:3])  # type: ignore[assignment]
+def check_python() -> Finding:
+    version = tuple(sys.version_info[:3])
     text = ".".join(map(str, version))
     if version < (3, 10):
         return Finding("fail", "python", f"{text}; the packages need Python 3.10 or newer")
@@ -55,34 +56,20 @@ def check_python(version: tuple[int, int, int] | None = None) -> Finding:
 
 
 # The setuptools the packages' [build-system] requires: their license = "BSD-3-Clause"
-# (PEP 639) needs 77, and pip install --no-build-isolation builds with the one installed.
+# (PEP 639) needs 77.
 SETUPTOOLS_NEEDED = "77"
 
 
-def setuptools_version() -> str | None:
-    try:
-        import setuptools
-    except ImportError:
-        return None
-    return setuptools.__version__
-
-
 def check_setuptools(version: str | None) -> Finding:
-    """The installed setuptools (None: none) against SETUPTOOLS_NEEDED."""
-    from packaging.version import Version
-
-    command = f"pip install -U 'setuptools>={SETUPTOOLS_NEEDED}'"
+    """The installed setuptools (None: none) as the build checks it (config.check_setuptools)."""
+    requirement = f"setuptools>={SETUPTOOLS_NEEDED}"
     if version is None:
-        return Finding("fail", "setuptools", f"not installed; {command}")
-    if Version(version) < Version(SETUPTOOLS_NEEDED):
-        return Finding(
-            "fail",
-            "setuptools",
-            f"{version}, older than the {SETUPTOOLS_NEEDED} the packages' pyproject.toml needs "
-            "(pip install --no-build-isolation does not upgrade it, and every build fails "
-            'with setuptools\' "`project.license` must be valid exactly by one definition"); '
-            f"{command}",
-        )
+        return Finding("fail", "setuptools", f"not installed; pip install -U '{requirement}'")
+    try:
+        config.check_setuptools(requirement, version=version)
+    except BuildError as error:
+        text = f"{version}, older than the {SETUPTOOLS_NEEDED} the packages need: {error}"
+        return Finding("fail", "setuptools", text)
     return Finding("ok", "setuptools", version)
 
 
@@ -104,26 +91,20 @@ def cxx_standard(torch_version: str | None) -> str:
     """The C++ standard torch's headers need: C++20 from torch 2.13 on, C++17 before."""
     from packaging.version import Version
 
-    if torch_version is None:
-        return "c++20"
-    return "c++20" if Version(torch_version).release[:2] >= (2, 13) else "c++17"
+    if torch_version and Version(torch_version).release[:2] < (2, 13):
+        return "c++17"
+    return "c++20"
 
 
-def check_cxx(
-    env: Mapping[str, str],
-    torch_version: str | None,
-    which: Callable[[str], str | None] = shutil.which,
-    run: Runner = _run,
-) -> Finding:
+def check_cxx(env: Mapping[str, str], torch_version: str | None) -> Finding:
     try:
-        compiler = knobs.find_cxx(env, which)
+        compiler = knobs.find_cxx(env)
     except BuildError as error:
         return Finding("fail", "c++", str(error))
     standard = cxx_standard(torch_version)
-    version = run([*compiler.command.split(), "--version"], None).stdout.splitlines()
-    name = version[0].strip() if version else compiler.command
+    name = compiler_version(compiler.command)
     probe = "#include <version>\nint main() { return 0; }\n"
-    result = run(
+    result = _run(
         [*compiler.command.split(), f"-std={standard}", "-x", "c++", "-fsyntax-only", "-"], probe
     )
     if result.returncode != 0:
@@ -138,19 +119,14 @@ def check_cxx(
     return Finding("ok", "c++", f"{compiler.path} ({name}), accepts -std={standard}")
 
 
-def check_cxx_runtime(
-    env: Mapping[str, str],
-    which: Callable[[str], str | None] = shutil.which,
-    platform_name: str = sys.platform,
-) -> Finding | None:
-    """How the compiler links libstdc++ (Linux): shared, as torch's is, or a static copy
-    (a wrapper adding -static-libstdc++), which shared_build's link line overrides and its
-    build_ext check refuses. None where there is nothing to check (no Linux, no compiler,
-    no readelf)."""
-    if not platform_name.startswith("linux") or which("readelf") is None:
+def check_cxx_runtime(env: Mapping[str, str]) -> Finding | None:
+    """How the compiler links libstdc++ (Linux): shared, as torch's is, or a static copy,
+    which shared_build's link line overrides and its build_ext refuses where it cannot.
+    None where there is nothing to check (no Linux, no compiler, no readelf)."""
+    if not sys.platform.startswith("linux") or shutil.which("readelf") is None:
         return None
     try:
-        compiler = knobs.find_cxx(env, which)
+        compiler = knobs.find_cxx(env)
     except BuildError:
         return None  # check_cxx has said so
     source = "#include <sstream>\nint f(long x) { std::ostringstream s; s << x; return 0; }\n"
@@ -169,7 +145,7 @@ def check_cxx_runtime(
             return None
         if not default:
             return Finding("ok", "c++ runtime", "links the shared libstdc++, as torch does")
-        if static_with(*cxx_runtime_link_args(platform_name)) is False:
+        if static_with(*cxx_runtime_link_args(sys.platform)) is False:
             return Finding(
                 "warn",
                 "c++ runtime",
@@ -190,8 +166,8 @@ def check_cxx_runtime(
 
 def cxx_candidates(env: Mapping[str, str]) -> list[str]:
     """The C++ compilers on env's PATH to try, in order: CXX (kept whole: "ccache g++"), c++,
-    g++, then g++-real and the numbered g++-N, newest first. On the lent GPU machines c++ and
-    g++ were wrappers that link libstdc++ statically, around a compiler named g++-real."""
+    g++, then g++-real and the numbered g++-N, newest first (on the lent GPU machines c++
+    and g++ were wrappers that link libstdc++ statically, around g++-real)."""
     path = env.get("PATH", os.defpath)
     numbered = set()
     for folder in path.split(os.pathsep):
@@ -199,11 +175,7 @@ def cxx_candidates(env: Mapping[str, str]) -> list[str]:
             numbered.update(n for n in os.listdir(folder) if re.fullmatch(r"g\+\+-\d+", n))
     names = [env.get("CXX", "").strip(), "c++", "g++", "g++-real"]
     names += sorted(numbered, key=lambda n: -int(n.split("-")[1]))
-    found: list[str] = []
-    for name in names:
-        if name and name not in found and shutil.which(name.split()[0], path=path):
-            found.append(name)
-    return found
+    return list(dict.fromkeys(n for n in names if n and shutil.which(n.split()[0], path=path)))
 
 
 def pick_cxx(env: Mapping[str, str]) -> tuple[str | None, list[tuple[str, Finding | None]]]:
@@ -222,23 +194,11 @@ def pick_cxx(env: Mapping[str, str]) -> tuple[str | None, list[tuple[str, Findin
     return None, tried
 
 
-def check_ninja(env: Mapping[str, str], which: Callable[..., str | None] = shutil.which) -> Finding:
-    found = which("ninja", path=env.get("PATH"))
-    if found is None:
-        try:
-            import ninja  # type: ignore[import-not-found]
-
-            found = which("ninja", path=ninja.BIN_DIR)
-        except (ImportError, AttributeError):
-            found = None
-    if found is None:
-        return Finding(
-            "fail",
-            "ninja",
-            "not found on PATH nor as the pip package; pip install ninja (builds compile in "
-            "parallel and rebuild only what changed with it)",
-        )
-    return Finding("ok", "ninja", found)
+def check_ninja(env: Mapping[str, str]) -> Finding:
+    try:
+        return Finding("ok", "ninja", require_ninja(dict(env)))
+    except BuildError as error:
+        return Finding("fail", "ninja", str(error))
 
 
 def check_nvcc(
@@ -249,59 +209,39 @@ def check_nvcc(
     which: Callable[[str], str | None] = shutil.which,
 ) -> tuple[Finding, cuda_mod.CudaToolkit | None]:
     if torch_cuda is None:
-        return Finding(
-            "ok", "nvcc", "not needed: torch is a CPU-only build, CUDA sources are skipped"
-        ), None
-    command = cuda_mod.pip_compiler_command(torch_cuda)
+        text = "not needed: torch is a CPU-only build, CUDA sources are skipped"
+        return Finding("ok", "nvcc", text), None
     try:
         chosen = cuda_mod.select_toolkit(env, torch_cuda, site_dirs, cuda_home_dir, which=which)
     except BuildError as error:
         # A build with CUDA on (USE_CUDA auto or 1) stops at this very sentence.
         if knobs.use_cuda_mode(env) == "off":
             return Finding("ok", "nvcc", f"not used (USE_CUDA=0); CUDA would fail: {error}"), None
-        return Finding(
-            "fail", "nvcc", f"{error}; every package with CUDA sources fails to build"
-        ), None
+        text = f"{error}; every package with CUDA sources fails to build"
+        return Finding("fail", "nvcc", text), None
     if chosen is None:
-        return (
-            Finding(
-                "warn",
-                "nvcc",
-                f"none found, so CUDA kernels are skipped (CUDA-only packages fail); for torch's "
-                f"CUDA {torch_cuda} run: {command}",
-            ),
-            None,
+        text = (
+            "none found, so CUDA kernels are skipped (CUDA-only packages fail); for torch's "
+            f"CUDA {torch_cuda} run: {cuda_mod.pip_compiler_command(torch_cuda)}"
         )
+        return Finding("warn", "nvcc", text), None
     found = chosen.toolkit
-    where = found.pip_dir or found.root
-    return (
-        Finding(
-            "ok",
-            "nvcc",
-            f"{found.nvcc}, CUDA {found.version} ({found.origin}, toolkit {where}); fits torch's "
-            f"CUDA {torch_cuda} and its headers",
-        ),
-        found,
+    text = (
+        f"{found.nvcc}, CUDA {found.version} ({found.origin}, toolkit "
+        f"{found.pip_dir or found.root}); fits torch's CUDA {torch_cuda} and its headers"
     )
+    return Finding("ok", "nvcc", text), found
 
 
-def check_arch_list(
-    env: Mapping[str, str],
-    toolkit: cuda_mod.CudaToolkit | None,
-    visible: Sequence[tuple[int, int]],
-    torch_arch_flags: str = "",
-) -> Finding | None:
-    """The arch list a build will use: resolve_arch_list with what the build gives it (the
-    toolkit's archs, torch's own from its -gencode flags)."""
-    if toolkit is None:
-        return None
-    codes = _run([toolkit.nvcc, "--list-gpu-code"]).stdout
+def check_arch_list(env: Mapping[str, str], toolkit: cuda_mod.CudaToolkit, torch: Any) -> Finding:
+    """The arch list a build will use, decided as resolve_cuda decides it."""
+    from .torch_facts import arch_flags, visible_capabilities
+
+    torch_archs = cuda_mod.parse_nvcc_gpu_codes(arch_flags(torch))
+    nvcc_archs = cuda_mod.toolkit_archs(toolkit.nvcc)
     try:
         archs, origin = cuda_mod.resolve_arch_list(
-            env,
-            visible,
-            cuda_mod.parse_nvcc_gpu_codes(codes),
-            cuda_mod.parse_nvcc_gpu_codes(torch_arch_flags),
+            env, visible_capabilities(torch), nvcc_archs, torch_archs
         )
     except BuildError as error:
         return Finding("fail", "TORCH_CUDA_ARCH_LIST", str(error))
@@ -323,12 +263,9 @@ def check_max_jobs(
         f"{per_job / 2**30:.0f} GiB per {'nvcc' if with_cuda else 'C++'} job)"
     )
     if memory and jobs * per_job > memory:
-        return Finding(
-            "warn",
-            "MAX_JOBS",
-            f"{text}; {jobs} jobs may run out of memory: lower MAX_JOBS to "
-            f"{max(1, memory // per_job)}",
-        )
+        lower = max(1, memory // per_job)
+        text += f"; {jobs} jobs may run out of memory: lower MAX_JOBS to {lower}"
+        return Finding("warn", "MAX_JOBS", text)
     return Finding("ok", "MAX_JOBS", text)
 
 
@@ -351,41 +288,39 @@ def check_opencv(which: Callable[[str], str | None] = shutil.which, run: Runner 
     return Finding("ok", "opencv", f"opencv4 {result.stdout.strip()} (pkg-config)")
 
 
-def check_cache(
-    env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which
-) -> Finding:
+def check_cache(env: Mapping[str, str]) -> Finding:
     try:
-        launcher = knobs.compiler_launcher(env, which)
+        launcher = knobs.compiler_launcher(env)
     except BuildError as error:
         return Finding("fail", "compiler cache", str(error))
-    if launcher is None:
-        if env.get("USE_CCACHE", "").strip().lower() in ("0", "false", "no", "off"):
-            return Finding("ok", "compiler cache", "off (USE_CCACHE=0)")
-        return Finding(
-            "warn",
-            "compiler cache",
-            "neither ccache nor sccache is on PATH; apt-get install ccache makes rebuilds "
-            "of unchanged sources near-instant (shared_build uses it by itself)",
-        )
+    if launcher is not None:
+        text = f"{launcher}, in front of c++ and nvcc (USE_CCACHE=0 turns it off)"
+        return Finding("ok", "compiler cache", text)
+    if env.get("USE_CCACHE", "").strip().lower() in ("0", "false", "no", "off"):
+        return Finding("ok", "compiler cache", "off (USE_CCACHE=0)")
     return Finding(
-        "ok", "compiler cache", f"{launcher}, in front of c++ and nvcc (USE_CCACHE=0 turns it off)"
+        "warn",
+        "compiler cache",
+        "neither ccache nor sccache is on PATH; apt-get install ccache makes rebuilds "
+        "of unchanged sources near-instant (shared_build uses it by itself)",
     )
-
-
-def import_torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
 
 
 def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> list[Finding]:
     """Every check, in the order a build meets them."""
     env = dict(os.environ if env is None else env)
     if torch == "import":
-        torch = import_torch()
-    findings = [check_python(), check_setuptools(setuptools_version()), check_torch(torch)]
+        try:
+            import torch
+        except ImportError:
+            torch = None
+    try:
+        import setuptools
+
+        setuptools_version = setuptools.__version__
+    except ImportError:
+        setuptools_version = None
+    findings = [check_python(), check_setuptools(setuptools_version), check_torch(torch)]
     torch_version = torch.__version__ if torch is not None else None
     findings.append(check_cxx(env, torch_version))
     runtime = check_cxx_runtime(env)
@@ -400,14 +335,13 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     findings.append(check_ninja(env))
     toolkit = None
     if torch is not None:
-        from .torch_facts import arch_flags, site_dirs, visible_capabilities
+        from .torch_facts import site_dirs
 
         with tempfile.TemporaryDirectory() as home:
             nvcc, toolkit = check_nvcc(env, torch.version.cuda, site_dirs(torch), home)
             findings.append(nvcc)
-            arch = check_arch_list(env, toolkit, visible_capabilities(torch), arch_flags(torch))
-            if arch:
-                findings.append(arch)
+            if toolkit:
+                findings.append(check_arch_list(env, toolkit, torch))
     findings.append(
         check_max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), toolkit is not None)
     )

@@ -1,9 +1,5 @@
-"""Step 5 of a build: the extensions setuptools compiles.
-
-``make_extensions`` takes the package (step 1), the CudaBuild (step 3) and the Flags
-(step 4): it collects the sources and makes one CppExtension or CUDAExtension, named
-``<package>.<module>`` (so ``TORCH_EXTENSION_NAME`` is the module's name), plus, for a
-stable-ABI build with CUDA, a second library of the CUDA sources.
+"""Step 5 of a build: the extensions setuptools compiles, from the package, the CudaBuild
+and the Flags (``make_extensions``).
 """
 
 from __future__ import annotations
@@ -21,13 +17,14 @@ if TYPE_CHECKING:
     from .flags import Flags
 
 
+def _is_cuda(source: Path) -> bool:
+    """A .cu file, or anything under a cuda/ folder."""
+    return source.suffix == ".cu" or "cuda" in source.parts[:-1]
+
+
 def collect_sources(root: Path, with_cuda: bool) -> list[str]:
     """csrc/**/*.cpp (links followed: a folder shared by packages is a link in their csrc/),
-    plus *.cu and anything under a cuda/ folder when building CUDA.
-
-    Two sources that differ only in their suffix (csrc/add.cpp and csrc/add.cu) would compile
-    to the same object file and one would silently overwrite the other at link time.
-    """
+    plus the CUDA sources when building CUDA; never two that would compile to one object."""
     csrc = root / "csrc"
     if not csrc.is_dir():
         raise BuildError(f"{root} has no csrc/ folder with the C++ sources")
@@ -36,12 +33,7 @@ def collect_sources(root: Path, with_cuda: bool) -> list[str]:
         for folder, _, names in os.walk(csrc, followlinks=True)
         for name in names
     )
-    sources = [
-        path
-        for path in found
-        if path.suffix in (".cpp", ".cu")
-        and (with_cuda or (path.suffix != ".cu" and "cuda" not in path.parts[1:-1]))
-    ]
+    sources = [p for p in found if p.suffix in (".cpp", ".cu") and (with_cuda or not _is_cuda(p))]
     objects: dict[Path, Path] = {}
     for path in sources:
         obj = path.with_suffix("")
@@ -56,24 +48,18 @@ def collect_sources(root: Path, with_cuda: bool) -> list[str]:
 
 
 def split_cuda_sources(sources: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(C++ sources, CUDA sources): .cu files and anything under a cuda/ folder are CUDA."""
-    cpp, cuda = [], []
-    for source in sources:
-        path = Path(source)
-        (cuda if path.suffix == ".cu" or "cuda" in path.parts[:-1] else cpp).append(source)
-    return cpp, cuda
+    """(C++ sources, CUDA sources)."""
+    cuda = [source for source in sources if _is_cuda(Path(source))]
+    return [source for source in sources if source not in cuda], cuda
 
 
 def make_extensions(
     package: PackageConfig, cuda: CudaBuild, flags: Flags
 ) -> tuple[list[Any], str | None]:
-    """The extensions and the name of the CUDA library (None without one).
-
-    One extension, <name>.<module>, a CUDAExtension when it compiles CUDA. A stable-ABI
-    build with CUDA puts its .cu files into a second one, <module>_cuda, which the package
-    loads only under a CUDA torch, so that the same wheel imports under a CPU-only torch.
-    WITH_CUDA is defined where CUDA is compiled; USE_CUDA too in the second library (the C
-    shim declares its CUDA entry points, the current stream and stream guards, under it).
+    """The extensions, <name>.<module> (a CUDAExtension when it compiles CUDA), and the
+    name of the CUDA library (None without one): a stable-ABI build puts its CUDA sources
+    into <module>_cuda, loaded only under a CUDA torch. WITH_CUDA is defined where CUDA is
+    compiled; USE_CUDA too in that library (the C shim declares its CUDA API under it).
     """
     from torch.utils import cpp_extension
 
@@ -109,10 +95,8 @@ def make_extensions(
         extra_link_args=list(flags.link_args),
         define_macros=[*flags.define_macros, *([("WITH_CUDA", None)] if main_cuda else [])],
         extra_compile_args=compile_args(),
-        # By default nothing uses libtorch_python or pybind11: ops reach Python through the
-        # dispatcher, so one abi3 wheel serves every CPython >= 3.10, and a library without
-        # a Python module links into a C++ program without libpython. limited_api = false
-        # is for a package that binds functions with pybind11 (full C API, torch_python).
+        # Ops reach Python through the dispatcher, not pybind11: one abi3 wheel serves every
+        # CPython >= 3.10 (limited_api = false: a package that binds with pybind11).
         py_limited_api=package.limited_api or not package.python_module,
     )
     return [main, *extensions], cuda_library

@@ -1,10 +1,5 @@
-"""Step 4 of a build: what the compiler and the linker are given.
-
-``compile_flags`` takes steps 1 to 3's results (BuildConfig, TorchFacts, CudaBuild) and
-returns ``Flags``: optimisation or debug, sanitizers, OpenMP, the glibc shims, warnings,
-the package's own arguments, include folders, macros, libraries and link arguments. Each
-piece is a function of its inputs, unit-tested without compiling.
-"""
+"""Step 4 of a build (``compile_flags``): what the compiler and the linker are given; each
+piece a function of its inputs, unit-tested without compiling."""
 
 from __future__ import annotations
 
@@ -30,8 +25,8 @@ GLIBC_COMPAT_DIR = HERE / "glibc_compat"
 
 def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
     """Optimisation flags for the host compiler and for nvcc."""
-    # Python's CFLAGS, which setuptools puts first on every compile line, carry -g: -g0 (the
-    # later flag wins) keeps debug info out of release libraries (gc_cpp: 11.6 MB -> 0.3 MB).
+    # Python's CFLAGS, first on every compile line, carry -g: -g0 (the later flag wins)
+    # keeps debug info out of release libraries.
     cxx = ["-O0", "-g"] if debug else ["-O3", "-g0"]
     args = {"cxx": cxx}
     if with_cuda:
@@ -42,30 +37,18 @@ def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
 
 
 def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
-    """-Wall -Wextra -Werror for the package's own sources, under WERROR=1.
-
-    The headers of torch, Python and external libraries are not ours to fix: -isystem makes
-    them system headers, whose warnings GCC and Clang do not report (a folder given with
-    both -I and -isystem is searched as a system folder).
+    """-Wall -Wextra -Werror for the package's own sources, under WERROR=1; -isystem makes
+    the headers of torch, Python and external libraries system headers, whose warnings GCC
+    and Clang do not report (a folder given with both -I and -isystem is a system folder).
     """
-    if not werror:
-        return []
-    args = ["-Wall", "-Wextra", "-Werror"]
-    for folder in system_include_dirs:
-        args += ["-isystem", folder]
-    return args
+    system = [arg for folder in system_include_dirs for arg in ("-isystem", folder)]
+    return ["-Wall", "-Wextra", "-Werror", *system] if werror else []
 
 
 def sanitize_args(names: Sequence[str], debug: bool = False) -> tuple[list[str], list[str]]:
-    """Compile and link flags for the sanitizers ``names`` (both empty for none).
-
-    -O1 (after compile_args' -O3, so it wins; DEBUG's -O0 stays) is the level the
-    sanitizers' own docs recommend: inlining and loop transforms at -O3 can optimise a bad
-    access away, and instrumenting them costs compile time (lltm_cpu's heaviest file: 41 s
-    at -O3, 25 s at -O1). -g1 gives the reports file and line numbers at little compile
-    cost; the link flag makes the module depend on the sanitizer runtimes (a Python process
-    must load libasan first: LD_PRELOAD, see the README).
-    """
+    """Compile and link flags for the sanitizers ``names`` (both empty for none): -O1
+    after compile_args' -O3 (DEBUG's -O0 stays), as the sanitizers' docs recommend, since
+    -O3 can optimise a bad access away; -g1 for file and line numbers in the reports."""
     if not names:
         return [], []
     flag = "-fsanitize=" + ",".join(names)
@@ -73,50 +56,31 @@ def sanitize_args(names: Sequence[str], debug: bool = False) -> tuple[list[str],
 
 
 def cxx_runtime_link_args(platform: str) -> list[str]:
-    """The shared libstdc++ named on the link line (Linux): the extension then loads the
-    process's one C++ runtime, the libstdc++.so.6 torch loaded.
-
-    A compiler set up to link libstdc++ statically (a wrapper adding -static-libstdc++,
-    as on the lent GPU machines, whose builds came out without libstdc++.so.6 even with
-    a plain -lstdc++ added) gives the extension a second C++ runtime. Streams, locales and
-    exceptions then cross between the two: c10's ``operator<<`` on an ostringstream the
-    extension made segfaulted in every error message, and in warp_perspective's
-    ``_build_config``. The file name (``-l:``) links the shared object itself ahead of the
-    driver's implicit library, so nothing is taken from an archive; with a normal
-    compiler it changes nothing (the driver's own -lstdc++ still follows, for what a
-    linker script adds, as gcc-toolset's libstdc++_nonshared). ``loads_shared_libstdcxx``
-    checks the result.
-    """
+    """The shared libstdc++ named on the link line (Linux), so the extension uses torch's
+    C++ runtime even under a compiler that links it statically (a wrapper adding
+    -static-libstdc++; a plain -lstdc++ does not help), where c10's ``operator<<`` on the
+    extension's stream segfaults. With a normal compiler it changes nothing."""
     return ["-l:libstdc++.so.6"] if platform.startswith("linux") else []
 
 
 def openmp_compile_args(torch_uses_openmp: bool, platform: str) -> list[str]:
-    """-fopenmp for the host compiler when torch's intra-op parallelism is OpenMP.
-
-    at::parallel_for is a header template: its ``#pragma omp parallel`` is compiled in the
-    extension's own translation unit, and without -fopenmp it silently runs serially
-    (torch.utils.cpp_extension never adds the flag). Only the compile gets the flag: the
-    GOMP symbols then resolve, at load time, to the OpenMP runtime libtorch_cpu already
-    loaded, instead of linking a second runtime into the process.
-    """
-    if not torch_uses_openmp or platform == "darwin":
-        return []
-    return ["-fopenmp"]
+    """-fopenmp for the host compiler when torch uses OpenMP: at::parallel_for's pragma is
+    compiled in the extension, and runs serially without it (cpp_extension never adds it).
+    The link does not get it: the GOMP symbols resolve to libtorch_cpu's runtime."""
+    return ["-fopenmp"] if torch_uses_openmp and platform != "darwin" else []
 
 
 def target_version_macro(release: str) -> str:
     """TORCH_TARGET_VERSION for a torch release ("2.13"), encoded as torch/headeronly/version.h
     encodes TORCH_ABI_VERSION: one byte each for major, minor, patch, from the top."""
-    parts = [int(p) for p in Version(release).release[:3]] + [0, 0]
-    major, minor, patch = parts[:3]
+    major, minor, patch = (*Version(release).release, 0, 0)[:3]
     return f"0x{(major << 56) | (minor << 48) | (patch << 40):016x}ULL"
 
 
 @dataclass
 class Flags:
     """Step 4's result: the compiler's arguments ({"cxx": [...], "nvcc": [...]}), include
-    folders, macros, and what the link gets (libraries, their folders, the package's link
-    arguments, the sanitizers', the shared C++ runtime, the CUDA runtime's rpath)."""
+    folders, macros, and what the link gets."""
 
     compile_args: dict[str, list[str]]
     include_dirs: list[str]
@@ -128,8 +92,8 @@ class Flags:
 
 def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Flags:
     """Optimisation or debug, sanitizers, OpenMP, the overrides, the glibc shims and the
-    warnings; the include folders: shared_build's, the package's,
-    the configured ones, CUDA's; TORCH_TARGET_VERSION for a stable-ABI build."""
+    warnings; the include folders: shared_build's, the package's, the configured ones,
+    CUDA's; TORCH_TARGET_VERSION for a stable-ABI build."""
     from torch.utils import cpp_extension
 
     package, options, knobs = config.package, config.options, config.knobs
@@ -142,18 +106,13 @@ def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Fl
     # Our headers: never -isystem, or WERROR would not see their warnings and an
     # incremental build (SHARED_BUILD_DIR) would not rebuild after they change (GCC's
     # -MMD leaves system headers out of the dependency files ninja reads).
-    ours = [
-        str(INCLUDE_DIR),
-        str(package.root / "csrc"),
-    ]
+    ours = [str(INCLUDE_DIR), str(package.root / "csrc")]
     include_dirs = [*ours, *options.include_dirs, *cuda.include_dirs]
     if sys.platform.startswith("linux"):
-        # The wheel needs no glibc newer than 2.28 (manylinux_2_28):
-        # - glibc_compat/ ahead of the system's headers, for C++ and for nvcc's host
-        #   compiler (glibc_compat/sys/single_threaded.h says why);
-        # - NVTX_DISABLE: CUDA 13.2's headers compile NVTX3's loader into every .cu
-        #   object, and it calls dlopen, dlsym and dlclose at GLIBC_2.34. Our kernels
-        #   emit no NVTX ranges (torch's own, in its libraries, are untouched).
+        # The wheel needs no glibc newer than 2.28 (manylinux_2_28): glibc_compat/ ahead of
+        # the system's headers (its sys/single_threaded.h says why); NVTX_DISABLE, as CUDA
+        # 13.2's headers compile NVTX3's loader, which calls dlopen at GLIBC_2.34, into every
+        # .cu object (our kernels emit no NVTX ranges).
         for key in args:
             args[key] += ["-isystem", str(GLIBC_COMPAT_DIR), "-DNVTX_DISABLE"]
     args["cxx"] += warning_args(

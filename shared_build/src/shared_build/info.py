@@ -20,12 +20,6 @@ from typing import Any
 from .errors import BuildError
 
 
-def import_name(name: str) -> str:
-    """The import name of a package named as pip names it (my-op, My_Op: my_op), which is
-    also its folder under packages/."""
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
 def package_dir(name: str) -> str:
     spec = importlib.util.find_spec(name) if name.isidentifier() else None
     if spec is None or not spec.submodule_search_locations:
@@ -49,13 +43,9 @@ def load_build_info(folder: str) -> dict[str, Any]:
 
 def find_cuobjdump() -> str | None:
     """cuobjdump on PATH, else in NVIDIA's pip packages (nvidia-cuda-cuobjdump)."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    for site_dir in site.getsitepackages():
-        for path in sorted(glob.glob(os.path.join(site_dir, "nvidia", "*", "bin", "cuobjdump"))):
-            return path
-    return None
+    pattern = os.path.join("nvidia", "*", "bin", "cuobjdump")
+    pip = [p for d in site.getsitepackages() for p in sorted(glob.glob(os.path.join(d, pattern)))]
+    return shutil.which("cuobjdump") or (pip[0] if pip else None)
 
 
 def cuda_architectures(libraries: list[str]) -> list[str] | None:
@@ -71,12 +61,11 @@ def cuda_architectures(libraries: list[str]) -> list[str] | None:
 
 
 def describe(name: str) -> list[tuple[str, str]]:
-    name = import_name(name)
+    name = re.sub(r"[-_.]+", "_", name).lower()  # pip's my-op, My_Op: the import name my_op
     folder = package_dir(name)
     info = load_build_info(folder)
     libraries = sorted(
-        p
-        for p in glob.glob(os.path.join(folder, "*.so")) + glob.glob(os.path.join(folder, "*.pyd"))
+        glob.glob(os.path.join(folder, "*.so")) + glob.glob(os.path.join(folder, "*.pyd"))
     )
     try:
         version = importlib.metadata.version(name)
@@ -85,25 +74,16 @@ def describe(name: str) -> list[tuple[str, str]]:
     abi = info.get("abi", "full")
     abi3 = any(".abi3." in os.path.basename(p) for p in libraries)
     abi_text = f"{abi} LibTorch ABI" + (", CPython limited API (abi3)" if abi3 else "")
+    cuda_text, arch_text = "none (CPU kernels only)", "-"
     if info.get("cuda"):
         archs = cuda_architectures(libraries) if libraries else None
         cuda_text = f"CUDA {info['cuda']} (nvcc {info.get('nvcc') or '?'})"
-        arch_text = (
-            ", ".join(archs)
-            if archs
-            else f"{info.get('arch_list')} (asked for; no cuobjdump to read the binary)"
-        )
-    else:
-        cuda_text = "none (CPU kernels only)"
-        arch_text = "-"
+        asked = f"{info.get('arch_list')} (asked for; no cuobjdump to read the binary)"
+        arch_text = ", ".join(archs) if archs else asked
+    torch_cuda = f"CUDA {info['torch_cuda']}" if info.get("torch_cuda") else "CPU-only build"
     rows = [
         ("package", f"{name} {version}"),
-        (
-            "built against",
-            f"torch {info.get('torch')} ("
-            + (f"CUDA {info['torch_cuda']}" if info.get("torch_cuda") else "CPU-only build")
-            + f"), Python {info.get('python')}",
-        ),
+        ("built against", f"torch {info.get('torch')} ({torch_cuda}), Python {info.get('python')}"),
         ("compiler", str(info.get("compiler"))),
         ("CUDA", cuda_text),
         ("CUDA architectures", arch_text),

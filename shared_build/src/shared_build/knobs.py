@@ -1,10 +1,5 @@
-"""Step 1 of a build (with config.py): the environment variables that steer it, parsed.
-
-``read_knobs`` reads every knob once into ``Knobs``, before torch is imported; the later
-steps take that value and read none of these variables again (the variables of one step
-only are read there: SHARED_BUILD_STABLE_TARGET by torch_facts, CUDA_HOME, CUDA_PATH and
-TORCH_CUDA_ARCH_LIST by cuda). Every function takes the environment (and facts about the
-machine) as arguments, so the unit tests exercise each decision without compiling anything.
+"""Step 1 of a build (with config.py): ``read_knobs`` parses the environment variables
+that steer it, once, before torch is imported (those of one step only are read there).
 """
 
 from __future__ import annotations
@@ -20,43 +15,33 @@ from .errors import BuildError
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
-# Peak resident memory of one compile job, measured with GNU time on the 2-core CI
-# machine: g++ 12 -O3 on a file including torch/csrc/autograd/custom_function.h, 0.94 GiB;
-# nvcc 13.0 on add_ext's kernel for five architectures, 1.1 GiB. Rounded up for headroom.
+# Peak resident memory of one compile job, rounded up: g++ -O3 on a file including torch's
+# autograd headers, nvcc on a kernel for five architectures.
 CXX_JOB_BYTES = 1 << 30
 NVCC_JOB_BYTES = 2 << 30
 
 
-def parse_flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
-    """Read an on/off variable; anything other than the usual spellings is an error."""
-    raw = env.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise BuildError(f"{name}={raw!r} is not understood; use {name}=1 or {name}=0")
+def parse_flag(env: Mapping[str, str], name: str) -> bool:
+    """Read an on/off variable (unset: off); anything other than the usual spellings is an
+    error."""
+    value = env.get(name, "").strip().lower()
+    if value in _TRUE | _FALSE or not value:
+        return value in _TRUE
+    raise BuildError(f"{name}={env[name]!r} is not understood; use {name}=1 or {name}=0")
 
 
 def use_cuda_mode(env: Mapping[str, str]) -> str:
     """Return "auto", "on" or "off" from USE_CUDA (auto|0|1), with FORCE_CUDA=1 meaning on."""
-    raw = env.get("USE_CUDA")
-    if raw is not None and raw.strip() != "":
-        value = raw.strip().lower()
-        if value == "auto":
-            mode = "auto"
-        elif value in _TRUE:
-            mode = "on"
-        elif value in _FALSE:
-            mode = "off"
-        else:
-            raise BuildError(
-                f"USE_CUDA={raw!r} is not understood; use USE_CUDA=auto, USE_CUDA=1 or USE_CUDA=0"
-            )
-    else:
+    value = env.get("USE_CUDA", "").strip().lower()
+    if value in ("", "auto"):
         mode = "auto"
+    elif value in _TRUE | _FALSE:
+        mode = "on" if value in _TRUE else "off"
+    else:
+        raise BuildError(
+            f"USE_CUDA={env['USE_CUDA']!r} is not understood; use USE_CUDA=auto, USE_CUDA=1 or "
+            "USE_CUDA=0"
+        )
     if parse_flag(env, "FORCE_CUDA"):
         if mode == "off":
             raise BuildError("FORCE_CUDA=1 and USE_CUDA=0 contradict each other; unset one")
@@ -64,17 +49,6 @@ def use_cuda_mode(env: Mapping[str, str]) -> str:
     return mode
 
 
-def is_debug(env: Mapping[str, str]) -> bool:
-    """DEBUG=1 builds with -O0 -g (and -G for device code)."""
-    return parse_flag(env, "DEBUG")
-
-
-def is_werror(env: Mapping[str, str]) -> bool:
-    """WERROR=1 turns every warning of our own sources into an error (CI sets it)."""
-    return parse_flag(env, "WERROR")
-
-
-# The sanitizers a build may be instrumented with (GCC and Clang spell them alike).
 # ThreadSanitizer is left out: torch's OpenMP runtime is not instrumented, so it reports
 # races inside every at::parallel_for.
 SANITIZERS = ("address", "undefined")
@@ -94,9 +68,8 @@ def sanitizers(env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def loads_shared_libstdcxx(library: str) -> bool | None:
-    """Whether the ELF shared object ``library`` itself (not a library it loads) needs
-    libstdc++.so.6. Every C++ extension of torch does, unless it was linked with a copy of
-    its own; None where there is nothing to tell: no readelf, or no ELF file."""
+    """Whether the ELF shared object ``library`` itself needs libstdc++.so.6 (else it
+    carries a copy of its own); None without readelf or for no ELF file."""
     readelf = shutil.which("readelf")
     if readelf is None:
         return None
@@ -134,8 +107,8 @@ def cpu_count() -> int:
 
 def max_jobs(env: Mapping[str, str], cores: int, memory_bytes: int | None, with_cuda: bool) -> int:
     """Parallel compile jobs: MAX_JOBS if set, else as many as both cores and memory allow."""
-    raw = env.get("MAX_JOBS")
-    if raw is not None and raw.strip() != "":
+    raw = env.get("MAX_JOBS", "")
+    if raw.strip():
         try:
             jobs = int(raw)
         except ValueError:
@@ -143,11 +116,10 @@ def max_jobs(env: Mapping[str, str], cores: int, memory_bytes: int | None, with_
         if jobs < 1:
             raise BuildError(f"MAX_JOBS={raw!r} must be a whole number of at least 1")
         return jobs
-    jobs = max(1, cores)
-    if memory_bytes is not None:
-        per_job = NVCC_JOB_BYTES if with_cuda else CXX_JOB_BYTES
-        jobs = min(jobs, max(1, memory_bytes // per_job))
-    return int(jobs)
+    if memory_bytes is None:
+        return max(1, cores)
+    per_job = NVCC_JOB_BYTES if with_cuda else CXX_JOB_BYTES
+    return max(1, min(cores, memory_bytes // per_job))
 
 
 @dataclass(frozen=True)
@@ -161,14 +133,11 @@ class Compiler:
 def find_cxx(env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which) -> Compiler:
     """Locate the C++ compiler (CXX, else c++), failing with what to install."""
     command = env.get("CXX", "").strip() or "c++"
-    program = command.split()[0]
-    path = which(program)
+    path = which(command.split()[0])
     if path is None:
-        hint = (
-            f"CXX={command!r} is not on PATH"
-            if env.get("CXX", "").strip()
-            else "no C++ compiler named 'c++' is on PATH"
-        )
+        hint = "no C++ compiler named 'c++' is on PATH"
+        if env.get("CXX", "").strip():
+            hint = f"CXX={command!r} is not on PATH"
         raise BuildError(
             f"{hint}; install one (Debian/Ubuntu: apt-get install g++) or set CXX to its path"
         )
@@ -178,11 +147,8 @@ def find_cxx(env: Mapping[str, str], which: Callable[[str], str | None] = shutil
 def compiler_launcher(
     env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which
 ) -> str | None:
-    """The compiler cache to put in front of the C++ and nvcc commands, or None.
-
-    USE_CCACHE=auto (default) takes ccache, else sccache, when one is on PATH; 1 requires
-    one; 0 turns caching off.
-    """
+    """The compiler cache to put in front of the C++ and nvcc commands, or None:
+    USE_CCACHE=auto (default) takes ccache, else sccache, if on PATH; 1 requires one."""
     raw = env.get("USE_CCACHE", "").strip().lower() or "auto"
     if raw in _FALSE:
         return None
@@ -190,10 +156,9 @@ def compiler_launcher(
         raise BuildError(
             f"USE_CCACHE={env.get('USE_CCACHE')!r} is not understood; use USE_CCACHE=auto, 1 or 0"
         )
-    for name in ("ccache", "sccache"):
-        path = which(name)
-        if path:
-            return path
+    path = which("ccache") or which("sccache")
+    if path:
+        return path
     if raw in _TRUE:
         raise BuildError(
             "USE_CCACHE=1 asks for a compiler cache but neither ccache nor sccache is on "
@@ -217,22 +182,16 @@ class Knobs:
     max_jobs_cuda: int = 1
 
 
-def read_knobs(
-    env: Mapping[str, str],
-    which: Callable[[str], str | None] = shutil.which,
-    cores: int | None = None,
-    memory_bytes: int | None = None,
-) -> Knobs:
+def read_knobs(env: Mapping[str, str]) -> Knobs:
     """The knobs of env; a knob it does not understand is a BuildError naming it."""
-    cores = cpu_count() if cores is None else cores
-    memory_bytes = available_memory_bytes() if memory_bytes is None else memory_bytes
+    cores, memory_bytes = cpu_count(), available_memory_bytes()
     return Knobs(
         use_cuda=use_cuda_mode(env),
-        debug=is_debug(env),
-        werror=is_werror(env),
+        debug=parse_flag(env, "DEBUG"),
+        werror=parse_flag(env, "WERROR"),
         sanitize=sanitizers(env),
-        compiler=find_cxx(env, which),
-        launcher=compiler_launcher(env, which),
+        compiler=find_cxx(env),
+        launcher=compiler_launcher(env),
         max_jobs=max_jobs(env, cores, memory_bytes, with_cuda=False),
         max_jobs_cuda=max_jobs(env, cores, memory_bytes, with_cuda=True),
     )

@@ -1,10 +1,8 @@
 """What this package was built against, and the check its ``__init__`` runs at import.
 
 shared_build copies this file into every package it builds as ``_build_info.py``, with
-``BUILD_INFO`` filled in, so that an installed wheel carries the check without depending on
-shared_build. A package built against one torch and imported under another fails at the
-first call into libtorch with an undefined-symbol traceback; this check turns that into one
-sentence that names both versions and the command that rebuilds the package.
+``BUILD_INFO`` filled in: under another torch the package fails in one sentence naming both
+versions and the command that rebuilds it, not with an undefined-symbol traceback.
 """
 
 from __future__ import annotations
@@ -16,9 +14,8 @@ from typing import Any
 BUILD_INFO: dict[str, Any] = {}
 
 
-# c10's names of dtypes and layouts, as its messages print them ("Float", "SparseCsr"): a
-# package's Python checks (the fake kernels of a stable-ABI op cannot call into c10) word
-# their messages as its C++ checks do. Keyed by str(value), so that this file needs no torch.
+# c10's names of dtypes and layouts ("Float", "SparseCsr"), so a package's Python checks word
+# their messages as its C++ checks do. Keyed by str(value): this file needs no torch.
 C10_NAMES = {
     "torch.float32": "Float",
     "torch.float64": "Double",
@@ -46,9 +43,7 @@ def c10_name(value: object, unknown: str | None = None) -> str:
     """c10's name of a torch dtype or layout; for one C10_NAMES lacks, ``unknown`` if given,
     else its Python name without "torch."."""
     key = str(value)
-    if key in C10_NAMES:
-        return C10_NAMES[key]
-    return unknown if unknown is not None else key.removeprefix("torch.")
+    return C10_NAMES.get(key, key.removeprefix("torch.") if unknown is None else unknown)
 
 
 def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | None) -> str | None:
@@ -60,9 +55,8 @@ def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | 
     if not built:
         return f"{package} has no record of the torch it was built against"
     if info.get("abi") == "stable":
-        # A stable-ABI build calls only the C shim of its target release, which every
-        # later torch keeps: any torch at or above the target will do, CPU or CUDA (the
-        # CUDA library is loaded only under a CUDA torch, see cuda_library_path).
+        # A stable-ABI build calls only the C shim of its target release, which every later
+        # torch keeps (its CUDA library is loaded only under a CUDA torch).
         target = info.get("torch_target") or built
         if Version(Version(torch_version).base_version) < Version(target):
             return (
@@ -92,11 +86,8 @@ def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | 
 
 
 def sanitizer_problem(info: dict[str, Any], asan_loaded: bool) -> str | None:
-    """Why a build with AddressSanitizer cannot load in this process, or None.
-
-    Loading it into a Python that did not start with the ASan runtime aborts the process
-    ("ASan runtime does not come first"); say how to start Python instead.
-    """
+    """Why a build with AddressSanitizer cannot load in this process (one that did not start
+    with the ASan runtime: it would abort), or None."""
     if "address" not in info.get("sanitize", []) or asan_loaded:
         return None
     return (
@@ -134,21 +125,16 @@ def _installed_from(package: str) -> str | None:
     return url
 
 
-def rebuild_command(info: dict[str, Any], installed_from: str | None = None) -> str:
-    """The pip command that rebuilds the package against the torch in this environment.
-
-    The build's own source folder is gone after an install from an sdist (pip built it in a
-    temporary folder), and the bare package name is not on any index; then the command
-    names what pip installed it from, or says plainly what to put in its place (never the
-    build machine's folder: a wheel's user has none of it).
-    """
+def rebuild_command(info: dict[str, Any]) -> str:
+    """The pip command that rebuilds the package against the torch in this environment: from
+    its source folder, else from what pip installed it from, else it says what to name (never
+    the build machine's folder: a wheel's user has none of it)."""
     command = "pip install --no-build-isolation --force-reinstall --no-deps"
     package = info.get("package", "<package>")
     source = info.get("source_dir")
     if source and os.path.isdir(source):
         return f"{command} {source}"
-    if installed_from is None:
-        installed_from = _installed_from(package)
+    installed_from = _installed_from(package)
     if installed_from:
         return f"{command} {installed_from}"
     return (
@@ -177,12 +163,8 @@ def check_compatible(info: dict[str, Any] | None = None) -> None:
 
 
 def cuda_library_path(info: dict[str, Any], package_dir: str, torch_cuda: str | None) -> str | None:
-    """The stable-ABI package's CUDA library to load under this torch, or None.
-
-    A stable-ABI package keeps its CUDA kernels in a second library (``_C_cuda``) so that
-    the same wheel imports under a CPU-only torch: it is loaded only when torch is a CUDA
-    build of the CUDA major version the library was compiled for (its libcudart).
-    """
+    """The stable-ABI package's CUDA library (``_C_cuda``) to load under this torch, or None:
+    only under a CUDA torch of the CUDA major the library was compiled for (its libcudart)."""
     name = info.get("cuda_library")
     if not name or torch_cuda is None:
         return None
@@ -197,19 +179,13 @@ def cuda_library_path(info: dict[str, Any], package_dir: str, torch_cuda: str | 
     return None
 
 
-# The Library objects of the raising CUDA kernels (a Library unregisters when collected).
-_RAISING_CUDA_KERNELS: list[Any] = []
+_RAISING_CUDA_KERNELS: list[Any] = []  # their Libraries: one unregisters when collected
 
 
 def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) -> str | None:
-    """Load a stable-ABI package's CUDA library (``_C_cuda``) under a CUDA torch.
-
-    Returns None when its kernels are in, or when there is nothing to load (a build without
-    CUDA kernels, a CPU-only torch). Otherwise, when the library is for another CUDA major
-    than torch's or does not load, the package must still import and run on the CPU (one
-    stable wheel meets torch builds of several CUDA majors, pytorch#187320): this registers
-    CUDA kernels for the namespace's ops that raise one sentence, why the CUDA kernels are
-    off and what to install, and returns that sentence.
+    """Load a stable-ABI package's CUDA library under a CUDA torch; None when it loaded or
+    there is nothing to load. Else the package still runs on the CPU, and the namespace's
+    ops get CUDA kernels that raise one sentence (why, what to install), which is returned.
     """
     import torch
 
@@ -238,47 +214,42 @@ def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) ->
             torch.ops.load_library(path)
             return None
         except (OSError, RuntimeError) as error:
-            detail = (
-                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            )
+            detail = (str(error).strip().splitlines() or [type(error).__name__])[0]
             reason = (
                 f"{package}'s CUDA kernels are off: {os.path.basename(path)} did not load "
                 f"({detail}); reinstall {package} for this torch {torch.__version__} (CUDA "
                 f"{torch_cuda}) or build it from source against it"
             )
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(reason)
+
     library = torch.library.Library(namespace, "IMPL")
     for op in torch._C._dispatch_get_all_op_names():
         if op.startswith(f"{namespace}::") and not torch._C._dispatch_has_kernel_for_dispatch_key(
             op, "CUDA"
         ):
-            library.impl(op.split("::", 1)[1], _raiser(reason), "CUDA")
+            library.impl(op.split("::", 1)[1], kernel, "CUDA")
     _RAISING_CUDA_KERNELS.append(library)
     return reason
 
 
-def _raiser(reason: str) -> Any:
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(reason)
+def _undefined_symbols(library: str) -> str:
+    """``nm -D --undefined-only library``."""
+    import subprocess
 
-    return kernel
-
-
-# Namespaces whose C++ symbols a stable-ABI library must not import: they change from
-# one torch release to the next. The C shim (aoti_torch_*, torch_*) is what it may use.
-_UNSTABLE_NAMESPACE = r"(?<![\w:])(c10|at|torch|caffe2)::"
+    command = ["nm", "-D", "--undefined-only", library]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
 
 def unstable_symbols(library: str) -> list[str]:
-    """The undefined C++ symbols of ``library`` in torch's C++ namespaces (demangled).
-
-    Runs ``nm -D --undefined-only`` and ``c++filt``; a stable-ABI library must give [].
-    """
+    """The undefined C++ symbols of ``library`` in torch's C++ namespaces, which change from
+    one release to the next (demangled with ``c++filt``); a stable-ABI library, which may
+    use only the C shim, must give []."""
     import re
     import subprocess
 
-    names = subprocess.run(
-        ["nm", "-D", "--undefined-only", library], capture_output=True, text=True, check=True
-    ).stdout.split()
+    names = _undefined_symbols(library).split()
     demangled = subprocess.run(
         ["c++filt"],
         input="\n".join(n.split("@")[0] for n in names if n.startswith("_Z")),
@@ -286,19 +257,16 @@ def unstable_symbols(library: str) -> list[str]:
         text=True,
         check=True,
     ).stdout.splitlines()
-    return sorted({d for d in demangled if re.search(_UNSTABLE_NAMESPACE, d)})
+    return sorted({d for d in demangled if re.search(r"(?<![\w:])(c10|at|torch|caffe2)::", d)})
 
 
 def glibc_newer_than(library: str, oldest: tuple[int, int]) -> list[str]:
     """The symbols ``library`` imports at a glibc version newer than ``oldest``, as
     "name@GLIBC_x.y", sorted: what would stop it loading on that glibc (and what auditwheel
-    refuses for a manylinux tag of that glibc). Runs ``nm -D --undefined-only``."""
+    refuses for a manylinux tag of that glibc)."""
     import re
-    import subprocess
 
-    names = subprocess.run(
-        ["nm", "-D", "--undefined-only", library], capture_output=True, text=True, check=True
-    ).stdout
+    names = _undefined_symbols(library)
     return sorted(
         {
             f"{m.group(1)}@GLIBC_{m.group(2)}.{m.group(3)}"

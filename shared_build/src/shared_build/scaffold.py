@@ -1,12 +1,7 @@
 """``python -m shared_build new NAME``: a working op package in every slot of the layout.
 
-The templates hold one small elementwise op, ``mul_add(x, y, z) = x * y + z``, with its
-schema, argument checks written once, a CPU kernel, optionally a CUDA kernel, a Python
-wrapper with autograd, tests against a plain-PyTorch reference and a benchmark against eager
-PyTorch. templates/op is the full ABI (checks in C++, serving the real and the Meta kernel;
-the wheel is for the torch it was built against); templates/op_stable is LibTorch's stable
-ABI (``--abi stable``: checks, fake kernel and autograd in Python, one abi3 wheel for
-every torch from the target release on, a CUDA kernel in a second library).
+The templates hold one small op, ``mul_add(x, y, z) = x * y + z``, in every slot (see the
+README): templates/op for the full ABI, templates/op_stable for the stable one.
 """
 
 from __future__ import annotations
@@ -17,25 +12,17 @@ from pathlib import Path
 
 from .errors import BuildError
 
-TEMPLATES = {
-    "full": Path(__file__).resolve().parent / "templates" / "op",
-    "stable": Path(__file__).resolve().parent / "templates" / "op_stable",
-}
-# Written for either ABI: the op's declaration for the test battery.
-COMMON = Path(__file__).resolve().parent / "templates" / "common"
-ABIS = tuple(TEMPLATES)
+_TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+TEMPLATES = {"full": _TEMPLATES_DIR / "op", "stable": _TEMPLATES_DIR / "op_stable"}
+COMMON = _TEMPLATES_DIR / "common"  # written for either ABI: the op's declaration for the battery
 
-
-# Names a package cannot take although they are identifiers: shared_build (installing it
-# would replace this tool) and torch (pip cannot install a second one: ResolutionImpossible).
 RESERVED = {
     "shared_build": "this tool's own name: installing a package of that name would replace it",
     "torch": "torch's own name: pip cannot install a package of that name beside torch",
 }
 
-# torch's own op namespaces (torch.ops.<name>), read without importing torch: a package's
-# op namespace is its name, and torch refuses a second TORCH_LIBRARY of one. When torch is
-# importable, the namespaces it registers are asked too (torch 2.14.1 has 26).
+# torch's own op namespaces, known without importing torch: a package's op namespace is its
+# name, and torch refuses a second TORCH_LIBRARY of one.
 TORCH_NAMESPACES = frozenset(
     {"aten", "prim", "prims", "quantized", "sparse", "profiler", "inductor", "c10d", "mkldnn"}
 )
@@ -97,7 +84,7 @@ def render(text: str, values: dict[str, str]) -> str:
 
 def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str = "full") -> Path:
     """Write packages_dir/name from the templates; return its folder."""
-    if abi not in ABIS:
+    if abi not in TEMPLATES:
         raise BuildError(f"--abi {abi!r} is not known; use full or stable")
     check_name(name, packages_dir)
     values = {
@@ -110,7 +97,6 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
     }
     templates = TEMPLATES[abi]
     target = packages_dir / name
-    written = []
     every = [(templates, t) for t in templates.rglob("*.tmpl")] + [
         (COMMON, t) for t in COMMON.rglob("*.tmpl")
     ]
@@ -122,5 +108,4 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
         out = out.with_name(out.name.removesuffix(".tmpl"))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render(template.read_text(encoding="utf-8"), values), encoding="utf-8")
-        written.append(out)
     return target

@@ -1,10 +1,5 @@
-"""Step 6 of a build: the arguments of ``setuptools.setup()``.
-
-``setup_arguments`` takes every earlier step's result and returns the packages, the
-dependencies, the extensions, the commands (commands.py) and the options; it writes the
-last decisions into the environment (MAX_JOBS, the compiler cache) and logs them in one
-line. ``metadata_arguments`` is the same without a build: an sdist, egg_info, or the first
-PEP 517 hook.
+"""Step 6 of a build: the arguments of ``setuptools.setup()``, for a build
+(``setup_arguments``, which also logs the decisions in one line) or for metadata only.
 """
 
 from __future__ import annotations
@@ -32,14 +27,10 @@ if TYPE_CHECKING:
 def runtime_requirements(
     config: PackageConfig, env: Mapping[str, str], torch_version: str | None
 ) -> list[str] | None:
-    """The [project] dependencies shared_build writes for a package that declares them
-    dynamic, or None. The torch requirement follows the ABI: the release built against for
-    the full ABI (its C++ symbols change with every release; torchvision pins its torch the
-    same way), so that pip refuses or replaces a mismatched torch before an import could
-    fail; the stable target and newer for the stable ABI. Without torch (an sdist's
-    metadata) the oldest torch a build can take, made exact by the build. Then packaging,
-    which the runtime check (_build_info.py) imports, and [tool.shared_build] dependencies.
-    """
+    """The dependencies of a package that declares them dynamic, or None: torch (the release
+    built against for the full ABI, whose C++ symbols change with every release; the stable
+    target on for the stable ABI; the oldest a build takes for an sdist), packaging
+    (_build_info.py imports it) and [tool.shared_build] dependencies."""
     if not config.dynamic_dependencies:
         return None
     if config.abi == "stable" and torch_version:
@@ -52,32 +43,34 @@ def runtime_requirements(
     return [torch_requirement, "packaging", *config.dependencies]
 
 
-def python_packages(config: PackageConfig) -> dict[str, Any]:
+def python_arguments(
+    config: PackageConfig, env: Mapping[str, str], torch_version: str | None, base: Path
+) -> dict[str, Any]:
     """The setup() arguments of the package's Python side: its packages under src/ (links
-    followed: a Python folder shared by packages is a link in theirs) and the sdist command."""
+    followed: a Python folder shared by packages is a link in theirs), the sdist command,
+    the dependencies, and egg_info's folder under base (not src/<name>.egg-info)."""
     src = config.root / "src"
     packages = sorted(
         Path(folder).relative_to(src).as_posix().replace("/", ".")
         for folder, _, names in os.walk(src, followlinks=True)
         if "__init__.py" in names
     )
-    return {
+    (base / "egg-info").mkdir(parents=True, exist_ok=True)
+    kwargs = {
         "packages": packages,
         "package_dir": {"": "src"},
         "cmdclass": {"sdist": make_sdist(config.root)},
+        "options": {"egg_info": {"egg_base": str(base / "egg-info")}},
     }
-
-
-def egg_info_options(base: Path) -> dict[str, str]:
-    folder = base / "egg-info"
-    folder.mkdir(parents=True, exist_ok=True)
-    return {"egg_base": str(folder)}
+    requirements = runtime_requirements(config, env, torch_version)
+    if requirements is not None:
+        kwargs["install_requires"] = requirements
+    return kwargs
 
 
 def build_tag(torch_version: str, cuda: bool, debug: bool, sanitize: Sequence[str]) -> str:
-    """The build folder's name: one per torch/Python/CUDA/debug/sanitizer combination, so
-    that switching torch never reuses objects compiled against other headers, and
-    switching back recompiles nothing."""
+    """The build folder's name, one per torch/Python/CUDA/debug/sanitizer combination:
+    switching torch never links stale objects, switching back recompiles nothing."""
     tag = (
         f"torch{torch_version}-{sys.implementation.cache_tag}{'-cuda' if cuda else ''}"
         f"{'-debug' if debug else ''}{''.join('-' + s for s in sanitize)}"
@@ -88,22 +81,13 @@ def build_tag(torch_version: str, cuda: bool, debug: bool, sanitize: Sequence[st
 def metadata_arguments(
     package: PackageConfig, env: Mapping[str, str], orig_argv: Sequence[str]
 ) -> dict[str, Any]:
-    """setup()'s arguments for metadata or an sdist: no extension, no torch needed.
-
-    Building a wheel without torch cannot end well: say so in the front end's first hook,
-    before it downloads the runtime dependencies. An sdist needs no torch.
-    """
-    kwargs = python_packages(package)
+    """setup()'s arguments for metadata or an sdist: no extension, no torch needed. A wheel
+    cannot be built without torch: a wheel hook says so first, before the front end
+    downloads the runtime dependencies."""
     metadata_torch = None
     if wheel_hook(orig_argv) is not None:
         metadata_torch = import_torch(package.name).__version__
-    # egg_info (get_requires_*, sdist) writes src/<name>.egg-info by default; an sdist
-    # needs only the PKG-INFO it copies from there.
-    kwargs["options"] = {"egg_info": egg_info_options(build_root(env, package.name))}
-    requirements = runtime_requirements(package, env, metadata_torch)
-    if requirements is not None:
-        kwargs["install_requires"] = requirements
-    return kwargs
+    return python_arguments(package, env, metadata_torch, build_root(env, package.name))
 
 
 def setup_arguments(
@@ -117,9 +101,8 @@ def setup_arguments(
     modules, cuda_library = extensions
     jobs = knobs.max_jobs_cuda if cuda.enabled else knobs.max_jobs
     env["MAX_JOBS"] = str(jobs)
-    # A compiler cache in front of c++ and nvcc: torch.utils.cpp_extension (2.13 on) puts
-    # ccache or sccache in front of both in its ninja file whenever one is on PATH, and
-    # TORCH_NO_COMPILER_WRAPPER=1 stops it; USE_CCACHE decides which, and records it.
+    # torch.utils.cpp_extension (2.13 on) puts ccache or sccache in front of c++ and nvcc
+    # whenever one is on PATH; TORCH_NO_COMPILER_WRAPPER=1 stops it. USE_CCACHE decides.
     if knobs.launcher is None:
         env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     else:
@@ -140,17 +123,11 @@ def setup_arguments(
         f"{', SANITIZE=' + ','.join(knobs.sanitize) if knobs.sanitize else ''}, MAX_JOBS={jobs}, "
         f"compiler cache {knobs.launcher or 'off'}, torch {facts.version}, build folder {build_base}"
     )
-    kwargs = python_packages(package)
-    requirements = runtime_requirements(package, env, facts.version)
-    if requirements is not None:
-        kwargs["install_requires"] = requirements
+    kwargs = python_arguments(package, env, facts.version, config.build_root)
     kwargs["ext_modules"] = modules
     info = build_info(config, facts, cuda, cuda_library)
     kwargs["cmdclass"]["build_ext"] = make_build_ext(info, package.python_module)
-    kwargs["options"] = {
-        "build": {"build_base": build_base},
-        "egg_info": egg_info_options(config.build_root),
-    }
+    kwargs["options"]["build"] = {"build_base": build_base}
     if package.limited_api:
         kwargs["options"]["bdist_wheel"] = {"py_limited_api": "cp310"}
     return kwargs

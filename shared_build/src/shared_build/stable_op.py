@@ -1,15 +1,6 @@
-"""The Python side of an op whose kernels are on LibTorch's stable ABI.
-
-The stable ABI has neither C++ autograd nor symbolic sizes, so a stable-ABI package
-registers from Python what a full-ABI one writes in C++: the fake kernel (torch.compile,
-torch.export, the meta device), the autograd kernel, and, where its C++ does not check
-the arguments, the check every eager call runs first. :func:`register` does all of it for
-one op; an ``autograd.Function`` runs the kernels below it with :func:`below_autograd`.
-
-shared_build copies this file into every stable-ABI package it builds, as
-``_stable_op.py``, so that an installed wheel needs no shared_build. It is the one place
-those packages use private torch API (dispatch key sets, redispatch, the op's schema);
-shared_build/tests/test_stable_op.py runs it under every torch of the matrix.
+"""The Python side of an op on LibTorch's stable ABI, which has neither C++ autograd nor
+symbolic sizes (see the README). Copied into every stable-ABI package as ``_stable_op.py``:
+the one place those packages use private torch API, tested under every torch of the matrix.
 """
 
 from __future__ import annotations
@@ -26,13 +17,11 @@ _BACKEND_SELECT = torch._C.DispatchKey.BackendSelect
 # would run it again.
 _BELOW_AUTOGRAD = torch._C._after_autograd_keyset.remove(_BACKEND_SELECT)
 _BELOW_BACKEND_SELECT = torch._C._dispatch_keyset_full_after(_BACKEND_SELECT)
-# The autocast keys an op's kernels run without (see _without_autocast).
 _AUTOCAST = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU) | torch._C.DispatchKeySet(
     torch._C.DispatchKey.AutocastCUDA
 )
 _REQUIRED = object()
-# One IMPL library per namespace, alive as long as the process: its registrations go
-# when it is collected.
+# One IMPL library per namespace, kept alive: its registrations go when it is collected.
 _LIBRARIES: dict[str, torch.library.Library] = {}
 
 
@@ -58,26 +47,12 @@ def register(
     check: Callable[..., None] | None = None,
     fake_keys: Sequence[str] = (),
 ) -> None:
-    """Register the Python side of the op ``qualname`` ("namespace::name").
-
-    fake: its fake kernel, which checks the arguments (over symbolic sizes) and returns
-    empty outputs of the right shapes; also registered for the dispatch keys in
-    ``fake_keys`` (e.g. "SparseMeta" for a sparse meta argument).
-
-    autograd: ``autograd(keyset, *args)`` makes the output of a call that records a graph
-    (grad mode on and a tensor argument requiring grad), typically ``Function.apply`` of
-    an ``autograd.Function`` whose forward calls :func:`below_autograd`. None: the op is
-    not differentiable; its outputs then raise in backward instead of autograd's warning.
-    Any other call goes straight to the kernels below autograd: no node, no saved tensors.
-
-    check: ``check(*args)`` raises on bad input. Given, it runs once per eager call before
-    any C++ kernel: in the op's Autograd kernel, or, where no Autograd kernel runs
-    (``inference_mode``, tensors without autograd keys), in its BackendSelect kernel. None
-    where the C++ kernels check the arguments themselves (for callers without Python).
-
-    Every argument reaches ``check`` and ``autograd`` positionally, defaults filled in.
-    Under torch.autocast the op runs as it is, in its inputs' dtype, autocast off for the
-    ATen ops its kernels call.
+    """Register the Python side of the op ``qualname`` ("namespace::name"): its ``fake``
+    kernel (also for ``fake_keys``, e.g. "SparseMeta"); ``autograd(keyset, *args)`` for a
+    call that records a graph (None: not differentiable, a backward raises), every other
+    call going straight to the kernels below autograd; ``check(*args)``, run once per eager
+    call before any C++ kernel (None where the C++ kernels check). Arguments arrive
+    positionally, defaults filled in. The shared_build README has the details.
     """
     namespace, name = qualname.split("::")
     op = getattr(getattr(torch.ops, namespace), name).default
@@ -90,12 +65,8 @@ def register(
         lib.impl(name, fake, key)
     complete = _completer(op)
     grad_path = autograd if autograd is not None else _not_differentiable(op, qualname)
-    lib.impl(
-        name,
-        _autograd_kernel(op, positions, complete, check, grad_path),
-        "Autograd",
-        with_keyset=True,
-    )
+    autograd_kernel = _autograd_kernel(op, positions, complete, check, grad_path)
+    lib.impl(name, autograd_kernel, "Autograd", with_keyset=True)
     if check is not None:
         lib.impl(name, _checked_kernel(op, complete, check), "BackendSelect", with_keyset=True)
     for key in ("AutocastCPU", "AutocastCUDA"):
@@ -103,10 +74,9 @@ def register(
 
 
 def _without_autocast(op: Any) -> Callable[..., Any]:
-    """The op's kernel under torch.autocast (the only calls that reach it): the op, with
-    autocast off for the ATen ops its kernels call. An op computes in its inputs' dtype,
-    as its fake kernel says and torch.compile traces; without this its products would be
-    autocast in eager only (bfloat16 out of float32 inputs under CPU autocast)."""
+    """The op's kernel under torch.autocast: the op with autocast off for the ATen ops its
+    kernels call, so it computes in its inputs' dtype in eager as its fake kernel says (else
+    bfloat16 out of float32 inputs under CPU autocast, in eager only)."""
 
     def kernel(*args, **kwargs):
         with no_autocast():
@@ -122,8 +92,7 @@ def _completer(op: Any) -> Callable[[tuple, dict], tuple]:
     names = [a.name for a in arguments]
     defaults = [a.default_value if a.has_default_value() else _REQUIRED for a in arguments]
     count = len(arguments)
-    # tails[k]: the defaults of the arguments from position k on (None where one of them
-    # has no default).
+    # tails[k]: the defaults of the arguments from position k on (None if one has none).
     tails = [
         None if any(d is _REQUIRED for d in defaults[k:]) else tuple(defaults[k:])
         for k in range(count + 1)

@@ -1,14 +1,9 @@
-"""Step 2 of a build: what the build environment has.
-
-torch (its version, its CUDA, the GPUs it sees and was built for, OpenMP, the
-site-packages it lies in), the stable-ABI target of the build, and ninja, which
-torch.utils.cpp_extension builds with. ``torch_facts`` takes step 1's BuildConfig and
-returns a ``TorchFacts``; the later steps ask it instead of torch.
+"""Step 2 of a build (``torch_facts``): torch's version, CUDA, GPUs, OpenMP and
+site-packages, the stable-ABI target and ninja; the later steps ask it instead of torch.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import site
@@ -26,19 +21,15 @@ from .errors import BuildError
 if TYPE_CHECKING:
     from .config import BuildConfig
 
-# The oldest torch whose stable-ABI headers compile our stable packages: 2.11 lacks op tags
-# (2.12) and STABLE_TORCH_ERROR_CODE_CHECK (2.13); include/shared_build/stable_compat.h
-# bridges both. 2.10 is not tried.
+# The oldest torch whose stable-ABI headers compile our stable packages (stable_compat.h
+# bridges what 2.11 lacks).
 OLDEST_STABLE_TARGET = "2.11"
 
 
 def stable_target(env: Mapping[str, str], torch_version: str) -> str:
-    """The torch release a stable-ABI build targets (TORCH_TARGET_VERSION): the wheel uses
-    only that release's stable API and loads on it and every newer torch.
-
-    SHARED_BUILD_STABLE_TARGET when set (a release build names the oldest torch of its
-    matrix), else the torch built against; at least OLDEST_STABLE_TARGET, at most that torch.
-    """
+    """The torch release a stable-ABI build targets (TORCH_TARGET_VERSION), whose wheel
+    loads on it and every newer torch: SHARED_BUILD_STABLE_TARGET when set, else the torch
+    built against; at least OLDEST_STABLE_TARGET, at most that torch."""
     installed = Version(Version(torch_version).base_version)
     raw = env.get("SHARED_BUILD_STABLE_TARGET", "").strip()
     target = raw or f"{installed.major}.{installed.minor}"
@@ -85,14 +76,12 @@ def require_ninja(env: dict[str, str]) -> str:
     if found:
         return found
     candidates = [os.path.dirname(sys.executable)]
-    spec = importlib.util.find_spec("ninja")
-    if spec is not None:
-        try:
-            import ninja  # type: ignore[import-not-found]
+    try:
+        import ninja  # type: ignore[import-not-found]
 
-            candidates.insert(0, ninja.BIN_DIR)
-        except (ImportError, AttributeError):
-            pass
+        candidates.insert(0, ninja.BIN_DIR)
+    except (ImportError, AttributeError):
+        pass
     for folder in candidates:
         path = shutil.which("ninja", path=folder)
         if path:
@@ -114,7 +103,7 @@ def site_dirs(torch_module: Any) -> list[str]:
     user = site.getusersitepackages()
     if isinstance(user, str):
         dirs.append(user)
-    return [d for i, d in enumerate(dirs) if d not in dirs[:i]]
+    return list(dict.fromkeys(dirs))
 
 
 def arch_flags(torch_module: Any) -> str:

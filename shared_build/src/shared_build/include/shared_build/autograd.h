@@ -1,10 +1,6 @@
-// Helpers for an op's C++ Autograd kernel (full ABI:
-// torch::autograd::Function).
-//
-// Function::apply builds a graph node, its context, variable lists and output
-// wrappers on every call, even when nothing requires grad.
-// An autograd kernel that has nothing to record can call the op's kernel below
-// autograd directly, as ATen's own autograd kernels do.
+// Helpers for an op's C++ Autograd kernel (full ABI). Function::apply builds a
+// graph node on every call, even when nothing requires grad; a kernel with
+// nothing to record calls the op below autograd, as ATen's own kernels do.
 #pragma once
 
 #include <ATen/core/LegacyTypeDispatch.h>
@@ -13,11 +9,9 @@
 
 namespace shared_build {
 
-// Whether a call has anything for autograd to do: a gradient to record (grad
-// mode on and an argument that requires grad) or a forward-mode tangent (level
-// 0, the only one autograd's own kernels look at), which must reach
-// Function::apply so that it raises that a C++ custom Function has no jvp: the
-// fast path must not silently drop a tangent.
+// Whether a call has anything for autograd to do: a gradient to record, or a
+// forward-mode tangent (level 0), which must reach Function::apply so that it
+// raises that a C++ Function has no jvp rather than being dropped.
 template <typename... Tensors>
 bool autograd_needed(const Tensors&... args) {
   const bool record =

@@ -1,10 +1,7 @@
 // The Python module init of a package's extension, named by
-// TORCH_EXTENSION_NAME (the extension name's last component, "add_ext._C" ->
-// _C), so it always matches the module Python imports. Importing it loads the
-// library, whose TORCH_LIBRARY blocks register the ops; the module is empty, or
-// holds the functions of a PyMethodDef table (..._WITH_METHODS, add_ext's
-// direct entry). It uses only the limited Python API, so one wheel serves
-// CPython >= 3.10.
+// TORCH_EXTENSION_NAME so it matches the module Python imports. The module is
+// empty (importing it loads the ops) or holds a PyMethodDef table
+// (..._WITH_METHODS); only the limited API, so one wheel serves CPython 3.10+.
 #pragma once
 
 #include <Python.h>

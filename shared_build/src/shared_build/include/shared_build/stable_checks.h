@@ -1,7 +1,5 @@
-// The argument checks of stable-ABI ops (torch/csrc/stable, no c10): an error
-// whose message is exactly the op's sentence, and the pieces those sentences
-// are made of, written as Python writes them (the fake kernels in ops.py say
-// the same words).
+// The argument checks of stable-ABI ops (no c10): an error whose message is
+// exactly the op's sentence, its pieces written as Python writes them.
 #pragma once
 
 #include <torch/csrc/stable/tensor.h>
@@ -17,10 +15,8 @@
 
 namespace shared_build {
 
-// Throws std::runtime_error (RuntimeError in Python, c10::Error's base in a
-// C++ program) whose message is the arguments written one after the other.
-// STD_TORCH_CHECK would prefix the function, file and line: these sentences
-// are the API.
+// Throws std::runtime_error (RuntimeError in Python) whose message is the
+// arguments, with no function, file and line (STD_TORCH_CHECK adds them).
 template <typename... Args>
 [[noreturn]] void fail(const Args&... args) {
   std::ostringstream message;

@@ -1,10 +1,5 @@
-// What differs between the stable-ABI headers of the torch releases we build
-// against.
-//
-// A release wheel targets STABLE_TARGET (setup_helpers.py) and is built with
-// that release's headers. A build under an older torch (2.11 on a GPU machine
-// whose torch cannot be replaced) targets that torch instead and gets what its
-// headers have; everything here compiles to the newer call where it exists.
+// What differs between the stable-ABI headers of the torch releases a build
+// may target (2.11 on); each compiles to the newer call where it exists.
 #pragma once
 
 #include <torch/csrc/stable/library.h>

@@ -419,21 +419,15 @@ def cpython(session: nox.Session) -> None:
                 str(house / "sdist"), *session.posargs)  # fmt: skip
 
 
-@nox.session(default=False)
+@nox.session(default=False, requires=["stable"])
 def abi(session: nox.Session) -> None:
     """Each stable-ABI package's one wheel, run through its tests under every torch."""
     stable = stable_wheels()
-    if not stable:
-        session.error("no stable-ABI wheel: run nox -s stable first")
     for torch in TORCH:
         torch_env(session, torch)
         install_wheels(session, list(stable.values()))
-        session.run(
-            "pytest",
-            "-q",
-            *(str(ROOT / "packages" / n / "tests") for n in stable),
-            *session.posargs,
-        )
+        tests = [str(ROOT / "packages" / name / "tests") for name in stable]
+        session.run("pytest", "-q", *tests, *session.posargs)
 
 
 @nox.session(default=False)

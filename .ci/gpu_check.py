@@ -1,29 +1,16 @@
-"""The GPU check: on a machine with an NVIDIA GPU, offline, one command proves the CUDA side.
+"""The GPU check (docs/gpu-check.md): on a machine with an NVIDIA GPU, offline, one command
+proves the CUDA side with the python3 that runs it and that python's torch (2.11 or newer).
 
     bash .ci/gpu_check.sh [--budget 480] [--steps build,test,sanitize,bench] [--dry-run]
 
-It uses the python3 that runs it and that python's torch (2.11 or newer), downloads nothing,
-and writes everything under $OUT (the folder a lent GPU machine hands back; ./gpu-check/ when
-unset), each file as it happens: a call cut at any second returns what was done. Where the
-machine hands back only a few files (the lent ones: 8), --hand-back writes the logs to a
-folder of their own and keeps three files in $OUT: summary.txt, verdict.txt and
-gpu-check.tar.gz, the logs packed afresh every 15 s and at the end. The steps,
-correctness first, each ending by its deadline within the budget (seconds from the start):
-
-  preflight  the first compiler that links the shared libstdc++ (each candidate's facts in
-             facts.txt), a venv that sees this python's packages, everything missing named
-  build      every package for the visible GPU, side by side (CUDA packages with USE_CUDA=1);
-             each then imported in a fresh process: a crash there is reported as a crash
-  test       every CUDA-marked test of every suite, the suites side by side on the cores;
-             then the tests that need most of the GPU's memory (past 2^31 elements), alone
-  sanitize   compute-sanitizer memcheck and initcheck over the CUDA tests of each package
-             with CUDA kernels; racecheck and synccheck where kernels share memory
-  bench      the headline CUDA rows (benchmarks.run --headline), each written as measured
-
-summary.txt gets one line per result as it comes; verdict.txt is rewritten at every step.
-Exit status: 0 every step ran in full and passed; 1 a defect (a failure, a crash, a sanitizer
-error, a skip for want of a GPU, a module or memory the GPU has); 2 preflight failed; 3 no
-defect, but the deadline cut a step (its line says which tests it did not reach).
+Preflight, then the steps, correctness first, each ending by its deadline within the budget:
+build, test (every CUDA-marked test), sanitize (compute-sanitizer) and bench. Every log goes
+under $OUT (./gpu-check/ when unset) as it happens, so a cut call keeps its work: summary.txt
+one line per result, verdict.txt rewritten at every step. --hand-back, for machines that hand
+back a few files: the logs go to a folder of their own and $OUT keeps summary.txt, verdict.txt
+and gpu-check.tar.gz, repacked every 15 s and at the end. Exit status: 0 every step ran in full
+and passed; 1 a defect (a failure, a crash, a sanitizer error, a skip for want of a GPU, a
+module or memory the GPU has); 2 preflight failed; 3 no defect, but the deadline cut a step.
 """
 
 from __future__ import annotations
@@ -48,46 +35,32 @@ from gpu_results import CUT, FAILED, PASSED
 ROOT = Path(__file__).resolve().parents[1]
 
 STEPS = ("build", "test", "sanitize", "bench")
-# The seconds each step is left at least by the steps before it (and the end, for packing
-# the logs): a step ends by the budget less what the chosen steps after it are left.
-# Correctness first, then memory, then the bench's quick rows in what is left.
+# The seconds left to each step (and to packing the logs at the end): a step ends by the budget
+# less what the chosen steps after it are left.
 LEFT = {"test": 130, "sanitize": 85, "bench": 77, "end": 8}
-# Name parts of tests run apart: those that need most of a GPU's memory (alone, after the
-# suites), and CUDA-graph captures (they need the caching allocator, which the sanitizer
-# runs turn off).
+# The name part of the tests that need most of a GPU's memory: they run alone, after the suites.
 LARGE = "2_to_the_31"
-# What the sanitizer runs skip: the checks that re-run the samples the other tests already
-# drive through our kernels, through torch's machinery (numerical gradients, opcheck's
-# fake and AOT tests, eight threads, compile and export), each many times slower under the
-# tool; they run unsanitized in the test step.
+# CUDA-graph captures need the caching allocator, which the sanitizer runs turn off.
+GRAPH_CAPTURE = "graph_capture"
+# Not sanitized: checks that re-run, through torch's machinery, samples the other tests drive
+# through our kernels, each many times slower under the tool; the test step runs them.
 NOT_SANITIZED = ("gradcheck", "opcheck", "threads", "compile", "export", "aoti", "torchscript")
-# How a test file has CUDA tests: a cuda marker on a test, a module or a parameter, or the
-# test battery (its CUDA cases are cuda-marked).
+# A cuda marker on a test, a module or a parameter, or the test battery (its CUDA cases are).
 CUDA_TESTS = re.compile(
     r"^\s*@pytest\.mark\.cuda\b|^pytestmark = .*pytest\.mark\.cuda|marks=pytest\.mark\.cuda"
     r"|^test_battery = battery\(",
     re.M,
 )
-GRAPH_CAPTURE = "graph_capture"
-# What initcheck cannot judge in a package's tests, each found on an H200 (CUDA 13.0,
-# 2026-11-27, benchmarks/results/gpu/) and shown by a probe with no kernel of ours
-# (.ci/gpu_initcheck_probe.py):
-# - "dtypes": initcheck does not see cuBLAS's half-precision writes: torch's own copy kernel
-#   reading an addmm's float16/bfloat16 output gets 5,280 reports, with or without
-#   --check-bulk-copy. Left out of the tests named after them and of the property tests'
-#   drawn samples (SHARED_BUILD_BATTERY_SKIP_DTYPES).
-# - "tests": torch's reduce_kernel, where one output's reduction spans several blocks
-#   (global_reduce in ATen/native/cuda/Reduce.cuh), reads the staging slots of lanes past
-#   the last output, which no block wrote, and drops what it read: lltm_cuda's grid-stride
-#   test got 7,680 reports in d_bias = d_gates.sum(0) at batch 4096 (reduce_kernel<128, 4>)
-#   and 18 at batch 70,000 (reduce_kernel<512, 1>), none at batch 2.
-# memcheck runs them all.
+# What initcheck cannot judge in a package's tests, each shown by .ci/gpu_initcheck_probe.py
+# with no kernel of ours (the findings: docs/gpu-check.md); memcheck runs them all.
+# - "dtypes": initcheck does not see cuBLAS's half-precision writes; left out of the tests
+#   named after them and of the property tests' drawn samples.
+# - "tests": torch's multi-block reduce_kernel reads staging slots no block wrote.
 INITCHECK_BLIND = {
     "lltm_cuda": {"dtypes": ("float16", "bfloat16"), "tests": ("grid_stride",)},
 }
 DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
-# What a test run's python imports from here: the results plugin (shared_build is installed).
-TEST_PATH = str(ROOT / ".ci")
+TEST_PATH = str(ROOT / ".ci")  # where a test run's python finds the results plugin
 PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
 
 
@@ -173,8 +146,7 @@ def is_cuda_package(package: str) -> bool:
 
 
 def shares_memory(package: str) -> bool:
-    """Whether its CUDA kernels use shared memory or barriers: racecheck's and synccheck's
-    subject."""
+    """Whether its kernels use shared memory or barriers: racecheck's and synccheck's subject."""
     sources = (ROOT / "packages" / package / "csrc").rglob("*.cu")
     return any(
         re.search(r"__shared__|__syncthreads|cooperative_groups", f.read_text()) for f in sources
@@ -676,8 +648,7 @@ REPORT = re.compile(
 def sanitizer_errors(log: Path) -> int:
     """The tool's ERROR SUMMARY; where the run was cut before it, the reports it printed."""
     lines = lines_of(log)
-    # "ERROR SUMMARY: 5280 errors"; past the print limit a second line says how many of
-    # those were "not printed".
+    # Past the print limit a second "ERROR SUMMARY: N errors were not printed" line follows.
     summaries = [
         int(m.group(1)) for ln in lines if (m := re.search(r"ERROR SUMMARY: (\d+) errors?$", ln))
     ]

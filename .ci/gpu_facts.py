@@ -1,9 +1,6 @@
-"""What the GPU check's builds and tests will meet in this Python, and what is missing.
-
-    python .ci/gpu_facts.py   # prints one JSON object: {"facts": {...}, "missing": [...]}
-
-Run by .ci/gpu_check.py's preflight inside its venv; each missing item is a sentence naming
-what to install.
+"""What the GPU check's builds and tests will meet in this Python, and what is missing: run
+by .ci/gpu_check.py's preflight in its venv, it prints {"facts": {...}, "missing": [...]}, each
+missing item a sentence naming what to install.
 """
 
 from __future__ import annotations

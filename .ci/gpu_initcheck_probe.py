@@ -1,16 +1,12 @@
-"""What compute-sanitizer's initcheck flags in torch's own kernels, with no kernel of ours
-(GPU check; .ci/gpu_check.py's INITCHECK_BLIND rests on it). One part per run:
+"""What compute-sanitizer's initcheck flags in torch's own kernels, with no kernel of ours:
+the grounds of .ci/gpu_check.py's INITCHECK_BLIND (findings: docs/gpu-check.md). One part a run:
 
-  cublas  Does initcheck see what cuBLAS writes? On an H100, initcheck reported every read
-          of ``gate_weights`` (``at::addmm``'s output) by lltm_cuda's bfloat16 forward
-          kernel as uninitialized. This runs the property tests' LLTM shapes through the
-          same product (bias, cat([old_h, input]), weights.t()) and reads each result with
-          a torch kernel: if initcheck flags that torch kernel too, the finding is about
-          cuBLAS's writes, not our kernel.
-  reduce  Column sums long enough that one output's reduction spans several blocks
-          (torch's global_reduce, ATen/native/cuda/Reduce.cuh), of tensors torch itself
-          wrote: lltm_cuda's d_bias = d_gates.sum(0) at the shapes of its grid-stride test.
-          If initcheck flags reduce_kernel here, it flags torch's staging buffer.
+  cublas  the property tests' LLTM shapes through lltm_cuda's product (bias, cat([old_h,
+          input]), weights.t()), each result read by a torch kernel: if initcheck flags that
+          kernel too, it does not see what cuBLAS writes.
+  reduce  lltm_cuda's d_bias = d_gates.sum(0) at its grid-stride test's shapes, where one
+          output's reduction spans several blocks (global_reduce, ATen/native/cuda/Reduce.cuh):
+          if initcheck flags reduce_kernel here, it flags torch's staging buffer.
 
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool initcheck \\
         python3 .ci/gpu_initcheck_probe.py cublas

@@ -1,15 +1,9 @@
 """What one pytest run of the GPU check recorded, as it happened, and what it proves.
 
 As a pytest plugin (``-p gpu_results`` with ``.ci`` on PYTHONPATH and GPU_RESULTS naming a
-file) it appends one JSON line per event, flushed as written, so that a run the deadline
-kills keeps every result before the kill: the test ids collected, each test's start, each
-outcome with its seconds and skip reason, each collection skip or error, the exit status.
-Under pytest-xdist only the controller writes (the workers' reports reach it).
-
-``verdict()`` reads such a file back into one summary line and whether the run proves what
-it should: a failure, a crash, no test run, or a skip for want of what a GPU machine must
-have (a GPU, a module, memory the GPU has) fails it; a run the deadline cut says which tests
-it did not reach, and is neither a pass nor a defect.
+file) it appends one JSON line per event, flushed as written, so a run the deadline kills
+keeps every result before the kill. ``verdict()`` reads the file back into one summary line
+and a status.
 """
 
 from __future__ import annotations
@@ -46,7 +40,6 @@ class _Recorder:
         self.file.write(json.dumps(record) + "\n")
         self.file.flush()
 
-    # pytest hooks --------------------------------------------------------
     def pytest_collection_finish(self, session) -> None:
         if not self.collected:
             self.collected = True

@@ -17,10 +17,12 @@ sample. The checks:
   to the sample's dtype), within ``tolerance``;
 - ``opcheck``: ``torch.library.opcheck`` on each sample (schema, fake kernel; in float32
   and float64 also the autograd registration and AOT dispatch);
-- ``backward``: in every dtype, the gradients equal those of autograd through the
-  reference in float64, within tolerance;
+- ``backward``: in every dtype, for each subset of the floating inputs needing a gradient
+  (every one up to three inputs, else each alone and all), the gradients equal those of
+  autograd through the reference in float64, within tolerance; forward mode gives the
+  reference's tangents (``forward_ad``) or raises;
 - ``gradcheck``: ``torch.autograd.gradcheck`` in float64 (``gradgradcheck`` too where
-  declared);
+  declared), for each subset of the inputs that require grad;
 - ``compile``: ``torch.compile(fullgraph=True, dynamic=True)`` of the op and a gradient
   through it, over the samples, equal to eager;
 - ``export``: ``torch.export`` of a module calling the op, run, equal to eager; with
@@ -135,6 +137,9 @@ class OpTest:
     # scatter, cuSPARSE's products): the threads check, and the properties check's second
     # call through torch.ops, compare within tolerance there, not bitwise.
     nondeterministic: Sequence[str] = ()
+    # Forward-mode AD: True where the op computes tangents; False where it must raise
+    # (an autograd kernel without jvp), never return results without them.
+    forward_ad: bool = False
 
     def package(self) -> str:
         return self.name.split(".", 1)[0]

@@ -42,6 +42,9 @@ def scale_cpu(x, factor):
     out = x * factor
     if DEFECT == "wrong" and x.numel() > 3:
         out[0] += 1
+    if DEFECT == "truncates" and out.dtype == torch.float16:  # to zero, not to nearest
+        exact = x.float() * factor
+        out = torch.where(out.float().abs() > exact.abs(), out.nextafter(torch.zeros_like(out)), out)
     return out
 
 
@@ -229,6 +232,16 @@ def test_forward_mode_gives_the_references_tangents_where_declared(toy):
     run(op, "gradcheck", torch.float64)
     with pytest.raises(AssertionError, match="tangent of result 0"):
         run(dataclasses.replace(op, fn=WrongJvp.apply), "backward")
+
+
+def test_half_precision_results_to_the_bit_where_declared(toy):
+    """A float16 result that rounds toward zero is within the tolerance but not the exact
+    result: the reference check fails it where exact and ulps say 0 ulp."""
+    exact = {"exact": lambda x, f: (x.double() * f).to(x.dtype), "ulps": (0,)}
+    run(dataclasses.replace(toy(), **exact), "reference", torch.float16)
+    run(toy("truncates"), "reference", torch.float16)  # what the tolerance alone sees
+    with pytest.raises(AssertionError, match=r"elements over 0 ulp from the exact result"):
+        run(dataclasses.replace(toy("truncates"), **exact), "reference", torch.float16)
 
 
 def test_threads_and_memory_pass_a_good_op(toy):

@@ -84,9 +84,37 @@ def _detach(value: Any) -> Any:
 
 
 def check_reference(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
+    half = op.exact is not None and dtype in (torch.float16, torch.bfloat16)
     for sample in _samples(op, device, dtype, special=True):
         got = op.fn(*sample.args, **sample.kwargs)
-        _close(got, _expected(op, sample), _tolerance(op, dtype), f"{op.name}({sample.name})")
+        what = f"{op.name}({sample.name})"
+        _close(got, _expected(op, sample), _tolerance(op, dtype), what)
+        if half:
+            _within_ulps(_tensors(got), _tensors(op.exact(*sample.args, **sample.kwargs)), op, what)
+
+
+def _within_ulps(got: list, want: list, op: OpTest, what: str) -> None:
+    """Each 16-bit float result within op.ulps units in the last place of want's: the
+    distance of their bit patterns read as ordered integers (NaN matches NaN, -0 0)."""
+    import torch
+
+    assert len(got) == len(want) == len(op.ulps), f"{what}: {len(op.ulps)} ulps for {len(got)}"
+    for i, (g, w, most) in enumerate(zip(got, want, op.ulps, strict=True)):
+        if most is None:
+            continue
+        assert g.dtype == w.dtype and g.shape == w.shape, f"{what}, result {i}: {w.dtype} {w.shape}"
+        g, w = g.detach().cpu().contiguous(), w.detach().cpu().contiguous()
+        bits = [t.view(torch.int16).int() for t in (g, w)]
+        ordered = [torch.where(b < 0, -32768 - b, b) for b in bits]
+        apart = torch.where(g.isnan() & w.isnan(), 0, (ordered[0] - ordered[1]).abs())
+        bad = (apart > most).nonzero()
+        assert not len(bad), (
+            f"{what}, result {i}: {len(bad)} of {g.numel()} elements over {most} ulp from the "
+            f"exact result, e.g. at {bad[0].tolist()}: {g[tuple(bad[0])].item()!r}, not "
+            f"{w[tuple(bad[0])].item()!r} ({apart.max().item()} ulp)"
+        )
 
 
 # opcheck's utilities: the schema and the fake kernel depend on the dtype (a fake kernel

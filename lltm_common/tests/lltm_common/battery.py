@@ -155,6 +155,37 @@ def backward_samples(device: str, dtype: torch.dtype) -> list[Sample]:
     return samples
 
 
+def exact_gemm_samples(device: str, dtype: torch.dtype) -> list[Sample]:
+    """forward's calls whose GEMM rounds nothing in any dtype: each row of weights picks
+    one column of X, times a power of two in [1/4, 8], and bias is zero. The gates are
+    then the same values in float16 or bfloat16 as in float32, and so is everything the
+    fused pass computes from them before it stores it (OpTest.exact)."""
+    samples = []
+    for shape in SHAPES:
+        _, features, state = shape
+        g = _generator("exact gemm", shape)
+        inputs = make_inputs(*shape, dtype=torch.float64, generator=g)
+        pick = torch.randint(0, features + state, (3 * state,), generator=g)
+        scale = 2.0 ** torch.randint(-2, 4, (3 * state,), generator=g).double()
+        weights = torch.zeros(3 * state, features + state, dtype=torch.float64)
+        weights[torch.arange(3 * state), pick] = scale
+        inputs[1], inputs[2] = weights, torch.zeros(3 * state, dtype=torch.float64)
+        args = tuple(t.to(device, dtype) for t in inputs)
+        samples.append(Sample(args, name=f"{_name(shape)}, one-hot weights"))
+    return samples
+
+
+def in_float32_rounded(fn: Callable) -> Callable:
+    """fn on float32 copies of its arguments, each result rounded to the arguments' dtype
+    by torch (to nearest, ties to even): what an op that computes in float32 and stores in
+    its inputs' dtype must give, to the bit."""
+
+    def exact(*args: Tensor) -> list[Tensor]:
+        return [r.to(args[0].dtype) for r in fn(*(a.float() for a in args))]
+
+    return exact
+
+
 def pointwise_samples(device: str, dtype: torch.dtype) -> list[Sample]:
     """backward's, with the arguments _backward_pointwise takes: grad_h, grad_cell,
     new_cell and gate_weights."""
@@ -537,6 +568,11 @@ def lltm_ops(package: types.ModuleType, device: str) -> list[OpTest]:
         samples=pointwise_samples,
         reference=lltm_backward_pointwise,
         differentiable=False,
+        # The pass computes in float32 and rounds each store to nearest even, as torch
+        # rounds the float32 pass's results: d_gates and d_old_cell to the bit. d_bias sums
+        # the rows in float32 here and in float64 in the float32 pass: other values.
+        exact=in_float32_rounded(ops._backward_pointwise.default),
+        ulps=(0, None, 0),
         bad=_bad_backward(name, pointwise=True),
         fuzz_extra=(("gate_weights", "gate_weights[:, :11]"), ("grad_cell", "grad_cell[:2]")),
         skip={
@@ -549,6 +585,17 @@ def lltm_ops(package: types.ModuleType, device: str) -> list[OpTest]:
     return [
         forward,
         _only(forward, {"gradcheck"}, samples=gradcheck_samples),
+        # The fused forward pass's float16 and bfloat16 stores, to the bit: on calls whose
+        # GEMM is exact, the op's results are its float32 results rounded by torch.
+        _only(
+            forward,
+            {"reference"},
+            name=f"{name}.forward-exact-gemm",
+            samples=exact_gemm_samples,
+            dtypes=("float16", "bfloat16"),
+            exact=in_float32_rounded(ops.forward.default),
+            ulps=(0,) * 7,
+        ),
         backward,
         pointwise,
         _only(

@@ -192,7 +192,7 @@ def adjacency_products(products, n):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first"])
+@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first", "x@w-first-by-one"])
 def test_order_forward_and_backward(layout, order):
     n, f_in, f_out = 40, *ORDERS[order][1:]
     narrow = min(f_in, f_out)
@@ -224,7 +224,7 @@ def test_order_checker_catches_the_seed():
     assert adjacency_products(seed, n) == [f_in] != [min(f_in, f_out)]
 
 
-@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first"])
+@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first", "x@w-first-by-one"])
 def test_weight_grad_order(order):
     n, f_in, f_out = 40, *ORDERS[order][1:]
     adj, x, grad = random_adjacency(n), f64(n, f_in), f64(n, f_out)

@@ -41,9 +41,13 @@ __all__ = ["BACKWARD_BAD", "FORWARD_BAD", "backward_args", "bad_forward_args", "
 
 # (batch, input_features, state_size). The first is the fuzzer's valid call (its extra
 # breakages below cut these sizes); then the tutorial's shape, batch 1, sizes that are no
-# multiple of a vector or block width, no input features, an empty batch, and a batch the
-# CPU cuts into several tasks (16,384 elements each).
-SHAPES = [(3, 5, 4), (16, 32, 128), (1, 5, 3), (7, 13, 33), (3, 0, 4), (0, 3, 4), (40, 24, 700)]
+# multiple of a vector or block width, no input features, an empty batch, a batch the CPU
+# cuts into several tasks (16,384 elements each), and no state (the READMEs: "any batch
+# and state size (zero included)").
+SHAPES = [
+    (3, 5, 4), (16, 32, 128), (1, 5, 3), (7, 13, 33), (3, 0, 4), (0, 3, 4), (40, 24, 700),
+    (3, 4, 0),
+]  # fmt: skip
 # gradcheck's float64 samples: a Jacobian column per input element, so small ones.
 GRADCHECK_SHAPES = [(3, 4, 5), (1, 3, 8), (2, 0, 3), (0, 3, 4)]
 # Memory layouts of every argument (at VIEW_SHAPE), in float32 and float64: a storage

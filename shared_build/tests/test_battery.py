@@ -18,43 +18,79 @@ pytestmark = pytest.mark.once
 from shared_build import battery  # noqa: E402
 from shared_build.battery import Bad, OpTest, Sample  # noqa: E402
 
-# A toy op, scale(x, factor) = x * factor, with one defect switched on by name.
+# Toy ops, scale(x, factor) = x * factor and axpy(x, y, alpha) = alpha * x + y, with one
+# defect switched on by name. Their Python side is shared_build.stable_op's, as a
+# stable-ABI package's: an autograd.Function without jvp, so forward mode raises.
 TOY = """
 import ctypes
 import torch
+import torch.autograd.forward_ad as fwAD
+from shared_build import stable_op
 
 DEFECT = {defect!r}
+lib = torch.library.Library("{name}", "DEF")
+lib.define("scale(Tensor x, float factor) -> Tensor")
+lib.define("axpy(Tensor x, Tensor y, float alpha) -> Tensor")
 
 
-@torch.library.custom_op("{name}::scale", mutates_args=())
-def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
-    if DEFECT == "crash" and x is not None and x.dtype == torch.bool:
+def scale_cpu(x, factor):
+    if DEFECT == "crash" and x.dtype == torch.bool:
         ctypes.string_at(0)
     if DEFECT != "unchecked":
-        torch._check(x is not None, lambda: "{name}.scale: x must be a tensor, got None")
         torch._check(x.dim() == 1, lambda: f"{name}.scale: x must be 1-D, got {{x.dim()}}-D")
         torch._check(x.dtype.is_floating_point, lambda: f"{name}.scale: x must be floating, got {{x.dtype}}")
-        torch._check(x.layout == torch.strided, lambda: f"{name}.scale: x must be dense, got {{x.layout}}")
     out = x * factor
     if DEFECT == "wrong" and x.numel() > 3:
         out[0] += 1
+    if DEFECT == "truncates" and out.dtype == torch.float16:  # to zero, not to nearest
+        exact = x.float() * factor
+        out = torch.where(out.float().abs() > exact.abs(), out.nextafter(torch.zeros_like(out)), out)
     return out
 
 
-@scale.register_fake
-def _(x, factor):
+lib.impl("scale", scale_cpu, "CPU")
+lib.impl("axpy", lambda x, y, alpha: x * alpha + y, "CPU")
+op = torch.ops.{name}.scale.default
+axpy_op = torch.ops.{name}.axpy.default
+
+
+def fake(x, factor):
     return x.new_empty(x.shape[:-1] if DEFECT == "fake" else x.shape)
 
 
-def backward(ctx, grad):
-    return grad * (ctx.factor if DEFECT != "grad" else 1.0), None
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, keyset, x, factor):
+        ctx.factor = factor
+        return stable_op.below_autograd(op, keyset, x, factor)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, grad * (ctx.factor if DEFECT != "grad" else 1.0), None
 
 
-def setup(ctx, inputs, output):
-    ctx.factor = inputs[1]
+class Axpy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, keyset, x, y, alpha):
+        ctx.alpha = alpha
+        return stable_op.below_autograd(axpy_op, keyset, x, y, alpha)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _, need_x, need_y, _ = ctx.needs_input_grad
+        # partial: the branch where only y needs a gradient scales it as x's.
+        grad_y = grad * ctx.alpha if DEFECT == "partial" and not need_x else grad
+        return None, grad * ctx.alpha if need_x else None, grad_y if need_y else None, None
 
 
-scale.register_autograd(backward, setup_context=setup)
+stable_op.register("{name}::scale", fake=fake, autograd=Scale.apply)
+stable_op.register("{name}::axpy", fake=lambda x, y, alpha: x.new_empty(x.shape), autograd=Axpy.apply)
+
+
+def scale(x, factor):
+    if DEFECT == "drops":  # a fast path that looks at requires_grad only: the tangent is lost
+        x = fwAD.unpack_dual(x).primal
+    return op(x, factor)
 """
 
 
@@ -98,6 +134,8 @@ def toy(tmp_path, monkeypatch):
             bad=lambda: [Bad((torch.ones(2, 2), 1.0), "x must be 1-D, got 2-D")],
             # Any length, float64 and meta tensors are valid calls of scale.
             fuzz_valid=frozenset({("x", "size+1"), ("x", "other_float"), ("x", "meta")}),
+            # x is scale's only tensor: without it the dispatcher finds no kernel to run.
+            fuzz_gaps={r"^x:none$": "There were no tensor arguments to this function"},
             properties=properties,
         )
 
@@ -116,6 +154,7 @@ def run(op: OpTest, check: str, dtype=torch.float32, device="cpu") -> None:
         ("opcheck", "fake", torch.float16),  # the fake kernel is checked in every dtype
         ("gradcheck", "grad", torch.float64),
         ("backward", "grad", torch.float32),
+        ("backward", "drops", torch.float32),  # forward mode must raise, not drop the tangent
         ("bad", "unchecked", None),
         ("fuzz", "unchecked", None),
         ("fuzz", "crash", None),
@@ -129,6 +168,80 @@ def test_each_check_passes_a_good_op_and_fails_the_defect_it_is_for(toy, check, 
     assert not isinstance(failure.value, pytest.skip.Exception)
     if check == "fuzz" and defect == "crash":
         assert "the child died" in str(failure.value) and "x:bool" in str(failure.value)
+
+
+@pytest.fixture
+def axpy(toy):
+    """axpy(defect) -> the OpTest of the toy axpy(x, y, alpha) with that defect."""
+
+    def make(defect: str = "") -> OpTest:
+        op = toy(defect)
+        name = op.name.removesuffix(".scale")
+
+        def samples(device, dtype):
+            grad = dtype == torch.float64
+            return [
+                Sample((*(torch.randn(n, dtype=dtype, requires_grad=grad) for _ in "xy"), 3.0))
+                for n in (1, 6)
+            ]
+
+        axpy_op = getattr(torch.ops, name).axpy.default
+        return dataclasses.replace(
+            op, name=f"{name}.axpy", fn=axpy_op, op=axpy_op, samples=samples,
+            reference=lambda x, y, alpha: (alpha * x.double() + y.double()).to(x.dtype),
+        )  # fmt: skip
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("check", "dtype"), [("backward", torch.float32), ("gradcheck", torch.float64)]
+)
+def test_gradients_for_every_subset_of_the_inputs(axpy, check, dtype):
+    """A backward that is wrong only where y needs a gradient and x does not (a branch
+    the all-inputs case never takes) fails the backward and gradcheck checks."""
+    run(axpy(), check, dtype)
+    # gradcheck's GradcheckError is a RuntimeError.
+    with pytest.raises((AssertionError, RuntimeError), match=r"arguments \[1\]|Jacobian mismatch"):
+        run(axpy("partial"), check, dtype)
+
+
+def test_forward_mode_gives_the_references_tangents_where_declared(toy):
+    """forward_ad=True: the tangents must be the reference's (a wrong jvp fails); an op
+    without it must raise (the drops defect fails the main test above)."""
+
+    class WrongJvp(torch.autograd.Function):
+        @staticmethod
+        def forward(x, factor):
+            return x * factor
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.factor = inputs[1]
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * ctx.factor, None
+
+        @staticmethod
+        def jvp(ctx, tangent, _):
+            return tangent  # not times factor
+
+    op = dataclasses.replace(toy(), forward_ad=True, fn=lambda x, f: x * f)
+    run(op, "backward")
+    run(op, "gradcheck", torch.float64)
+    with pytest.raises(AssertionError, match="tangent of result 0"):
+        run(dataclasses.replace(op, fn=WrongJvp.apply), "backward")
+
+
+def test_half_precision_results_to_the_bit_where_declared(toy):
+    """A float16 result that rounds toward zero is within the tolerance but not the exact
+    result: the reference check fails it where exact and ulps say 0 ulp."""
+    exact = {"exact": lambda x, f: (x.double() * f).to(x.dtype), "ulps": (0,)}
+    run(dataclasses.replace(toy(), **exact), "reference", torch.float16)
+    run(toy("truncates"), "reference", torch.float16)  # what the tolerance alone sees
+    with pytest.raises(AssertionError, match=r"elements over 0 ulp from the exact result"):
+        run(dataclasses.replace(toy("truncates"), **exact), "reference", torch.float16)
 
 
 def test_threads_and_memory_pass_a_good_op(toy):

@@ -156,6 +156,24 @@ def test_gradients_through_the_function():
     torch.testing.assert_close(grad_y, torch.ones_like(y))
 
 
+@pytest.mark.parametrize("op", ["scale_add", "split"])
+@pytest.mark.parametrize("mode", ["grad", "no_grad"])
+def test_forward_mode_raises_instead_of_dropping_the_tangent(op, mode):
+    """A tangent reaches the autograd.Function, which has no jvp and raises; the kernels
+    below autograd would return results without one (gc_cpp's dense graph_conv returned
+    a wrong tangent, torch.func.jvp zeros, a CSR one and warp_perspective none at all)."""
+    import torch.autograd.forward_ad as fwAD
+
+    call = {"scale_add": lambda x, y: scale_add_op(x, y, 2.0), "split": lambda x, y: split_op(y)}
+    x, y = torch.randn(4), torch.randn(4)
+    with MODES[mode](), fwAD.dual_level(), pytest.raises((RuntimeError, NotImplementedError)):
+        call[op](x, fwAD.make_dual(y, torch.ones(4)))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        torch.func.jvp(lambda y: call[op](x, y), (y,), (torch.ones(4),))
+    with fwAD.dual_level():  # a dual level with no tangent on the arguments: no graph
+        assert scale_add_op(x, y).grad_fn is None
+
+
 def test_opcheck():
     x = torch.randn(3, requires_grad=True)
     torch.library.opcheck(scale_add_op, (x, torch.randn(3)), {"alpha": 2.0})

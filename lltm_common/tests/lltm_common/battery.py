@@ -41,9 +41,13 @@ __all__ = ["BACKWARD_BAD", "FORWARD_BAD", "backward_args", "bad_forward_args", "
 
 # (batch, input_features, state_size). The first is the fuzzer's valid call (its extra
 # breakages below cut these sizes); then the tutorial's shape, batch 1, sizes that are no
-# multiple of a vector or block width, no input features, an empty batch, and a batch the
-# CPU cuts into several tasks (16,384 elements each).
-SHAPES = [(3, 5, 4), (16, 32, 128), (1, 5, 3), (7, 13, 33), (3, 0, 4), (0, 3, 4), (40, 24, 700)]
+# multiple of a vector or block width, no input features, an empty batch, a batch the CPU
+# cuts into several tasks (16,384 elements each), and no state (the READMEs: "any batch
+# and state size (zero included)").
+SHAPES = [
+    (3, 5, 4), (16, 32, 128), (1, 5, 3), (7, 13, 33), (3, 0, 4), (0, 3, 4), (40, 24, 700),
+    (3, 4, 0),
+]  # fmt: skip
 # gradcheck's float64 samples: a Jacobian column per input element, so small ones.
 GRADCHECK_SHAPES = [(3, 4, 5), (1, 3, 8), (2, 0, 3), (0, 3, 4)]
 # Memory layouts of every argument (at VIEW_SHAPE), in float32 and float64: a storage
@@ -153,6 +157,37 @@ def backward_samples(device: str, dtype: torch.dtype) -> list[Sample]:
         args[1] = torch.zeros(1, 1, dtype=dtype, device=device).expand(4, 6)
         samples.append(Sample(tuple(args), name="gradient of new_h.sum()"))
     return samples
+
+
+def exact_gemm_samples(device: str, dtype: torch.dtype) -> list[Sample]:
+    """forward's calls whose GEMM rounds nothing in any dtype: each row of weights picks
+    one column of X, times a power of two in [1/4, 8], and bias is zero. The gates are
+    then the same values in float16 or bfloat16 as in float32, and so is everything the
+    fused pass computes from them before it stores it (OpTest.exact)."""
+    samples = []
+    for shape in SHAPES:
+        _, features, state = shape
+        g = _generator("exact gemm", shape)
+        inputs = make_inputs(*shape, dtype=torch.float64, generator=g)
+        pick = torch.randint(0, features + state, (3 * state,), generator=g)
+        scale = 2.0 ** torch.randint(-2, 4, (3 * state,), generator=g).double()
+        weights = torch.zeros(3 * state, features + state, dtype=torch.float64)
+        weights[torch.arange(3 * state), pick] = scale
+        inputs[1], inputs[2] = weights, torch.zeros(3 * state, dtype=torch.float64)
+        args = tuple(t.to(device, dtype) for t in inputs)
+        samples.append(Sample(args, name=f"{_name(shape)}, one-hot weights"))
+    return samples
+
+
+def in_float32_rounded(fn: Callable) -> Callable:
+    """fn on float32 copies of its arguments, each result rounded to the arguments' dtype
+    by torch (to nearest, ties to even): what an op that computes in float32 and stores in
+    its inputs' dtype must give, to the bit."""
+
+    def exact(*args: Tensor) -> list[Tensor]:
+        return [r.to(args[0].dtype) for r in fn(*(a.float() for a in args))]
+
+    return exact
 
 
 def pointwise_samples(device: str, dtype: torch.dtype) -> list[Sample]:
@@ -537,6 +572,11 @@ def lltm_ops(package: types.ModuleType, device: str) -> list[OpTest]:
         samples=pointwise_samples,
         reference=lltm_backward_pointwise,
         differentiable=False,
+        # The pass computes in float32 and rounds each store to nearest even, as torch
+        # rounds the float32 pass's results: d_gates and d_old_cell to the bit. d_bias sums
+        # the rows in float32 here and in float64 in the float32 pass: other values.
+        exact=in_float32_rounded(ops._backward_pointwise.default),
+        ulps=(0, None, 0),
         bad=_bad_backward(name, pointwise=True),
         fuzz_extra=(("gate_weights", "gate_weights[:, :11]"), ("grad_cell", "grad_cell[:2]")),
         skip={
@@ -549,6 +589,17 @@ def lltm_ops(package: types.ModuleType, device: str) -> list[OpTest]:
     return [
         forward,
         _only(forward, {"gradcheck"}, samples=gradcheck_samples),
+        # The fused forward pass's float16 and bfloat16 stores, to the bit: on calls whose
+        # GEMM is exact, the op's results are its float32 results rounded by torch.
+        _only(
+            forward,
+            {"reference"},
+            name=f"{name}.forward-exact-gemm",
+            samples=exact_gemm_samples,
+            dtypes=("float16", "bfloat16"),
+            exact=in_float32_rounded(ops.forward.default),
+            ulps=(0,) * 7,
+        ),
         backward,
         pointwise,
         _only(

@@ -23,7 +23,13 @@ LAYOUTS = ("dense", "coo", "csr")
 HALF = (torch.float16, torch.bfloat16)
 # (N, F_in, F_out): F_out < F_in multiplies x @ weight first; otherwise adj @ x first
 # (equal widths included: both orders cost the same there and the kernel takes adj @ x).
-ORDERS = {"x@w-first": (13, 9, 4), "adj@x-first": (13, 4, 9), "equal-widths": (11, 5, 5)}
+# The rule flips between equal widths and an F_out one narrower than F_in.
+ORDERS = {
+    "x@w-first": (13, 9, 4),
+    "adj@x-first": (13, 4, 9),
+    "equal-widths": (11, 5, 5),
+    "x@w-first-by-one": (11, 5, 4),
+}
 # The float64 samples serve gradcheck and gradgradcheck too, whose cost grows with the
 # sizes: with a sparse adj, seconds per sample at the sizes above.
 ORDERS_F64 = {"x@w-first": (7, 5, 2), "adj@x-first": (7, 2, 5), "equal-widths": (6, 3, 3)}

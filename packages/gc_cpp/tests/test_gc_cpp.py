@@ -192,7 +192,7 @@ def adjacency_products(products, n):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first"])
+@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first", "x@w-first-by-one"])
 def test_order_forward_and_backward(layout, order):
     n, f_in, f_out = 40, *ORDERS[order][1:]
     narrow = min(f_in, f_out)
@@ -224,7 +224,7 @@ def test_order_checker_catches_the_seed():
     assert adjacency_products(seed, n) == [f_in] != [min(f_in, f_out)]
 
 
-@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first"])
+@pytest.mark.parametrize("order", ["x@w-first", "adj@x-first", "x@w-first-by-one"])
 def test_weight_grad_order(order):
     n, f_in, f_out = 40, *ORDERS[order][1:]
     adj, x, grad = random_adjacency(n), f64(n, f_in), f64(n, f_out)
@@ -478,6 +478,26 @@ def test_normalize_adjacency(layout, add_self_loops):
     dense = out.to_dense() if layout != "dense" else out
     assert torch.isfinite(dense).all()
     assert_close(dense, normalize_reference(adj, add_self_loops))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_normalize_adjacency_scale_of_a_node_whose_degree_is_not_positive(layout):
+    """ops.py's docstring: "a node whose degree is not positive gets scale 0 instead of
+    inf" (the README: "no positive degree"). Negative edge weights give node 2 degree
+    -2.5 and node 4 degree exactly 0 (A + I included): their rows and columns are 0,
+    never NaN or inf, and every other entry is d_i^-1/2 a_ij d_j^-1/2."""
+    adj = random_adjacency(8)
+    adj[2], adj[4] = 0, 0
+    adj[2, 6], adj[4, 1] = -3.5, -1.0  # with the self-loop's 1: -2.5 and 0
+    out = gc_cpp.normalize_adjacency(as_layout(adj, layout))
+    dense = out.to_dense() if layout != "dense" else out
+    a = adj + torch.eye(8, dtype=adj.dtype)
+    assert a.sum(1)[2] == -2.5 and a.sum(1)[4] == 0
+    assert torch.isfinite(dense).all()
+    for node in (2, 4):
+        assert (dense[node] == 0).all() and (dense[:, node] == 0).all(), node
+    scale = a.sum(1).clamp_min(1e-300).rsqrt() * (a.sum(1) > 0)
+    assert_close(dense, scale[:, None] * a * scale[None, :])
 
 
 def test_normalize_adjacency_symmetric_rows_sum():

@@ -475,6 +475,53 @@ def test_backend_per_call(backend):
         assert torch.equal(grad, expected_grad)
 
 
+@pytest.mark.parametrize(
+    ("image_shape", "dtype", "dsize"),
+    [
+        ((2, 3, 20, 30), torch.float64, (19, 33)),
+        ((1, 1, 2, 32000), torch.float32, (2, 40)),  # a source 32000 wide
+        ((1, 1, 2, 40), torch.float32, (2, 32000)),  # a destination 32000 wide
+    ],
+    ids=["float64", "source-32000", "destination-32000"],
+)
+def test_opencv_backend_hands_what_it_cannot_take_to_the_builtin_kernel(image_shape, dtype, dsize):
+    """The README: "float64 images, and sources over 32000 px, take the built-in kernel
+    under every backend" (OpenCV's remap tables hold int16 coordinates: kOpenCVMaxSide in
+    csrc/cpu/warp_perspective_kernel.cpp, for either side of source and destination).
+    backend="opencv" gives the built-in kernel's bits there; one pixel short of 32000 (or
+    in float32), an OpenCV that rounds coordinates to 1/32 pixel (before 4.11) gives
+    other values for this sub-pixel shift, which shows which kernel ran."""
+    skip_unless_runs("opencv", "cpu")
+    g = torch.Generator().manual_seed(3)
+    m = torch.tensor([[1.0, 0.0, 0.31], [0.0, 1.0, 0.01], [0.0, 0.0, 1.0]])
+    rounds = Version(warp_perspective.build_config()["opencv"]) < Version("4.11")
+    short = {torch.float64: torch.float32}.get(dtype, dtype)
+    for shape, size, kind, handed_over in (
+        (image_shape, dsize, dtype, True),
+        ([s - (s == 32000) for s in image_shape], [s - (s == 32000) for s in dsize], short, False),
+    ):
+        image = torch.rand(shape, generator=g, dtype=torch.float64).to(kind)
+        for interpolation, padding_mode in MODES:
+            args = (image, m.to(kind), list(size), interpolation, padding_mode)
+            same = torch.equal(warp(*args, backend="opencv"), warp(*args, backend="builtin"))
+            what = (list(shape), list(size), kind, interpolation, padding_mode)
+            if handed_over:
+                assert same, what
+            elif rounds and interpolation == "bilinear":  # OpenCV ran, and rounded
+                assert not same, what
+
+
+@pytest.mark.cuda
+def test_cuda_tensors_take_the_cuda_kernel_whatever_the_backend_says_is_cpu_only():
+    """The docstring: backend is "CPU only: CUDA tensors take None". The per-backend ops
+    have CPU kernels only: a CUDA tensor there is refused by the dispatcher."""
+    image, eye = torch.rand(2, 8, 8, device="cuda"), torch.eye(3, device="cuda")
+    assert torch.equal(warp(image, eye, backend=None), image)
+    for backend in ("builtin", "opencv"):
+        with pytest.raises((RuntimeError, NotImplementedError), match="CUDA"):
+            warp(image, eye, backend=backend)
+
+
 def test_backend_per_call_errors():
     image, m = torch.rand(3, 8, 8), torch.eye(3)
     with pytest.raises(ValueError, match='backend must be None, "builtin" or "opencv", got "cv2"'):

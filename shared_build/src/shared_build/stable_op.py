@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch.autograd import forward_ad as _forward_ad
 
 __all__ = ["below_autograd", "no_autocast", "register"]
 
@@ -158,6 +159,18 @@ def _autograd_kernel(
                 t = args[i]
                 if t is not None and t.requires_grad:
                     return grad_path(keyset, *args)
+        # A forward-mode tangent goes there too, where the autograd.Function raises that it
+        # has no jvp: below autograd it would be dropped, or worse, half carried by the
+        # ATen ops a composite kernel calls (a wrong tangent, torch.func.jvp's zeros).
+        # Only a strided tensor can carry one (unpack_dual raises on a sparse one).
+        level = _forward_ad._current_level
+        if level >= 0 and any(
+            t is not None
+            and t.layout == torch.strided
+            and _forward_ad.unpack_dual(t, level=level).tangent is not None
+            for t in (args[i] for i in positions)
+        ):
+            return grad_path(keyset, *args)
         # The ATen ops a kernel calls pass their own autograd kernels, which record
         # nothing either, as no input requires grad (or grad mode is off).
         return op.redispatch(keyset & _BELOW_AUTOGRAD, *args)

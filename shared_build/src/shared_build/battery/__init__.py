@@ -14,13 +14,16 @@ that applies. Each check runs every sample of its device and dtype, and a failur
 sample. The checks:
 
 - ``reference``: each sample's result equals the reference's (computed in float64, rounded
-  to the sample's dtype), within ``tolerance``;
+  to the sample's dtype), within ``tolerance``; in float16 and bfloat16 also ``exact``'s
+  (what the op computes to the bit) within ``ulps`` units in the last place;
 - ``opcheck``: ``torch.library.opcheck`` on each sample (schema, fake kernel; in float32
   and float64 also the autograd registration and AOT dispatch);
-- ``backward``: in every dtype, the gradients equal those of autograd through the
-  reference in float64, within tolerance;
+- ``backward``: in every dtype, for each subset of the floating inputs needing a gradient
+  (every one up to three inputs, else each alone and all), the gradients equal those of
+  autograd through the reference in float64, within tolerance; forward mode gives the
+  reference's tangents (``forward_ad``) or raises;
 - ``gradcheck``: ``torch.autograd.gradcheck`` in float64 (``gradgradcheck`` too where
-  declared);
+  declared), for each subset of the inputs that require grad;
 - ``compile``: ``torch.compile(fullgraph=True, dynamic=True)`` of the op and a gradient
   through it, over the samples, equal to eager;
 - ``export``: ``torch.export`` of a module calling the op, run, equal to eager; with
@@ -135,6 +138,14 @@ class OpTest:
     # scatter, cuSPARSE's products): the threads check, and the properties check's second
     # call through torch.ops, compare within tolerance there, not bitwise.
     nondeterministic: Sequence[str] = ()
+    # Forward-mode AD: True where the op computes tangents; False where it must raise
+    # (an autograd kernel without jvp), never return results without them.
+    forward_ad: bool = False
+    # In float16 and bfloat16: what the op computes to the bit (the torch op it mirrors, or
+    # its own float32 results rounded by torch), and per result how many units in the last
+    # place it may differ (0: bitwise; None: not compared), each with its reason.
+    exact: Callable[..., Any] | None = None
+    ulps: Sequence[int | None] = ()
 
     def package(self) -> str:
         return self.name.split(".", 1)[0]

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
+from itertools import combinations
 from typing import Any
 
 import pytest
@@ -82,9 +84,37 @@ def _detach(value: Any) -> Any:
 
 
 def check_reference(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
+    half = op.exact is not None and dtype in (torch.float16, torch.bfloat16)
     for sample in _samples(op, device, dtype, special=True):
         got = op.fn(*sample.args, **sample.kwargs)
-        _close(got, _expected(op, sample), _tolerance(op, dtype), f"{op.name}({sample.name})")
+        what = f"{op.name}({sample.name})"
+        _close(got, _expected(op, sample), _tolerance(op, dtype), what)
+        if half:
+            _within_ulps(_tensors(got), _tensors(op.exact(*sample.args, **sample.kwargs)), op, what)
+
+
+def _within_ulps(got: list, want: list, op: OpTest, what: str) -> None:
+    """Each 16-bit float result within op.ulps units in the last place of want's: the
+    distance of their bit patterns read as ordered integers (NaN matches NaN, -0 0)."""
+    import torch
+
+    assert len(got) == len(want) == len(op.ulps), f"{what}: {len(op.ulps)} ulps for {len(got)}"
+    for i, (g, w, most) in enumerate(zip(got, want, op.ulps, strict=True)):
+        if most is None:
+            continue
+        assert g.dtype == w.dtype and g.shape == w.shape, f"{what}, result {i}: {w.dtype} {w.shape}"
+        g, w = g.detach().cpu().contiguous(), w.detach().cpu().contiguous()
+        bits = [t.view(torch.int16).int() for t in (g, w)]
+        ordered = [torch.where(b < 0, -32768 - b, b) for b in bits]
+        apart = torch.where(g.isnan() & w.isnan(), 0, (ordered[0] - ordered[1]).abs())
+        bad = (apart > most).nonzero()
+        assert not len(bad), (
+            f"{what}, result {i}: {len(bad)} of {g.numel()} elements over {most} ulp from the "
+            f"exact result, e.g. at {bad[0].tolist()}: {g[tuple(bad[0])].item()!r}, not "
+            f"{w[tuple(bad[0])].item()!r} ({apart.max().item()} ulp)"
+        )
 
 
 # opcheck's utilities: the schema and the fake kernel depend on the dtype (a fake kernel
@@ -121,64 +151,122 @@ def of_grad_inputs(op: OpTest, sample: Sample) -> Any:
     return fn
 
 
+def _subsets(positions: Sequence[int], most: int = 3) -> list[tuple[int, ...]]:
+    """Which of the inputs at positions need a gradient, one case each: every non-empty
+    subset of up to ``most`` inputs, else each alone and all together. An autograd kernel
+    branches on the inputs that need grad (a GEMM skipped, a fast path): each branch runs."""
+    if len(positions) <= most:
+        return [c for r in range(1, len(positions) + 1) for c in combinations(positions, r)]
+    return [(p,) for p in positions] + [tuple(positions)]
+
+
 def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:
     import torch
 
     for sample in _samples(op, device, dtype):
-        inputs = [a for a in sample.args if isinstance(a, torch.Tensor) and a.requires_grad]
-        assert inputs, f"{op.name}({sample.name}): a float64 sample needs inputs that require grad"
-
-        fn = of_grad_inputs(op, sample)
-        # Atomic adds (a CUDA backward's) sum in any order: a rounding apart between calls.
-        tol = 1e-12 if device == "cuda" else 0.0
-        assert torch.autograd.gradcheck(fn, inputs, nondet_tol=tol), sample.name
-        if op.gradgrad:
-            assert torch.autograd.gradgradcheck(fn, inputs, nondet_tol=tol), sample.name
+        needing = [
+            i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor) and a.requires_grad
+        ]
+        assert needing, f"{op.name}({sample.name}): a float64 sample needs inputs that require grad"
+        for wanted in _subsets(needing):
+            args = tuple(
+                a.detach() if i in needing and i not in wanted else a
+                for i, a in enumerate(sample.args)
+            )
+            fn = of_grad_inputs(op, replace(sample, args=args))
+            inputs = [args[i] for i in wanted]
+            what = f"{sample.name}, grad of arguments {list(wanted)}"
+            # Atomic adds (a CUDA backward's) sum in any order: a rounding apart between calls.
+            tol = 1e-12 if device == "cuda" else 0.0
+            assert torch.autograd.gradcheck(
+                fn, inputs, nondet_tol=tol, check_forward_ad=op.forward_ad
+            ), what
+            if op.gradgrad:
+                assert torch.autograd.gradgradcheck(fn, inputs, nondet_tol=tol), what
 
 
 def check_backward(op: OpTest, device: str, dtype: Any) -> None:
-    """In every dtype: the gradients of each sample's floating tensors equal those of the
-    reference in float64 (autograd through plain PyTorch), within tolerance."""
+    """In every dtype, for each subset of each sample's floating dense tensors needing a
+    gradient (_subsets): the gradients equal those of the reference in float64 (autograd
+    through plain PyTorch), within tolerance; forward mode gives the reference's tangents
+    (op.forward_ad) or raises (checked on the first sample), never results without them."""
     import torch
 
-    for sample in _samples(op, device, dtype):
+    for n, sample in enumerate(_samples(op, device, dtype)):
         floating = [
             i for i, a in enumerate(sample.args)
             if isinstance(a, torch.Tensor) and a.dtype.is_floating_point and a.layout == torch.strided
         ]  # fmt: skip
-        ours, theirs = list(_detach(sample.args)), list(_detach(sample.args))
-        for i in floating:
-            ours[i] = ours[i].clone().requires_grad_()
-            theirs[i] = theirs[i].double().requires_grad_()
-        got = _tensors(op.fn(*ours, **sample.kwargs))
-        want = _tensors(op.reference(*theirs, **sample.kwargs))
-        pairs = [
-            (g, w) for g, w in zip(got, want, strict=True) if g.requires_grad and w.requires_grad
-        ]
-        if not pairs or not floating:
-            continue
-        outs, refs = [g for g, _ in pairs], [w for _, w in pairs]
-        seeds = [torch.randn(g.shape, dtype=torch.float64, device=g.device) for g in outs]
+        for wanted in _subsets(floating):
+            _compare_gradients(op, sample, wanted, dtype)
+            if op.forward_ad or n == 0:
+                _compare_tangents(op, sample, wanted, dtype)
 
-        def grad(results, leaves, seeds=seeds):
-            cast = [s.to(r.device, r.dtype) for s, r in zip(seeds, results, strict=True)]
-            return torch.autograd.grad(results, leaves, cast, allow_unused=True)
 
-        grads = grad(outs, [ours[i] for i in floating])
-        expected = grad(refs, [theirs[i] for i in floating])
-        for i, g, w in zip(floating, grads, expected, strict=True):
-            if w is None:
-                assert g is None or not g.any(), (
-                    f"{op.name}({sample.name}): a gradient for argument {i}, none in the reference"
-                )
-                continue
-            assert g is not None, f"{op.name}({sample.name}): no gradient for argument {i}"
-            _close(
-                g,
-                w.to(g.dtype),
-                _tolerance(op, dtype),
-                f"gradient of argument {i} of {op.name}({sample.name})",
+def _compare_gradients(op: OpTest, sample: Sample, wanted: Sequence[int], dtype: Any) -> None:
+    import torch
+
+    ours, theirs = list(_detach(sample.args)), list(_detach(sample.args))
+    for i in wanted:  # the reference's leaves in float64
+        ours[i], theirs[i] = ours[i].clone().requires_grad_(), theirs[i].double().requires_grad_()
+    got = _tensors(op.fn(*ours, **sample.kwargs))
+    want = _tensors(op.reference(*theirs, **sample.kwargs))
+    what = f"{op.name}({sample.name}) with arguments {list(wanted)} needing grad"
+    pairs = [(g, w) for g, w in zip(got, want, strict=True) if g.requires_grad and w.requires_grad]
+    # An autograd kernel that skips the graph for this mix of inputs returns no gradient.
+    assert pairs or not any(w.requires_grad for w in want), f"{what}: no result requires grad"
+    if not pairs:
+        return
+    outs, refs = [g for g, _ in pairs], [w for _, w in pairs]
+    seeds = [torch.randn(g.shape, dtype=torch.float64, device=g.device) for g in outs]
+
+    def grad(results, leaves, seeds=seeds):
+        cast = [s.to(r.device, r.dtype) for s, r in zip(seeds, results, strict=True)]
+        return torch.autograd.grad(results, leaves, cast, allow_unused=True)
+
+    grads = grad(outs, [ours[i] for i in wanted])
+    expected = grad(refs, [theirs[i] for i in wanted])
+    for i, g, w in zip(wanted, grads, expected, strict=True):
+        if w is None:
+            assert g is None or not g.any(), (
+                f"{what}: a gradient for argument {i}, none in the reference"
             )
+            continue
+        assert g is not None, f"{what}: no gradient for argument {i}"
+        _close(g, w.to(g.dtype), _tolerance(op, dtype), f"gradient of argument {i} of {what}")
+
+
+def _compare_tangents(op: OpTest, sample: Sample, wanted: Sequence[int], dtype: Any) -> None:
+    """Forward mode with tangents on the arguments at wanted: the reference's tangents
+    (op.forward_ad), or an exception, where the reference has any."""
+    import torch
+    import torch.autograd.forward_ad as fwAD
+
+    args = list(_detach(sample.args))
+    seeds = {i: torch.randn(args[i].shape, dtype=torch.float64) for i in wanted}
+
+    def tangents(fn, cast):
+        with fwAD.dual_level():
+            duals = [
+                fwAD.make_dual(cast(a), seeds[i].to(a.device, cast(a).dtype)) if i in seeds else a
+                for i, a in enumerate(args)
+            ]
+            return [fwAD.unpack_dual(t).tangent for t in _tensors(fn(*duals, **sample.kwargs))]
+
+    expected = tangents(op.reference, lambda a: a.double())
+    if all(t is None for t in expected):
+        return  # nothing to carry (e.g. an argument the op holds constant)
+    what = f"forward mode of {op.name}({sample.name}) with tangents on arguments {list(wanted)}"
+    if not op.forward_ad:
+        with pytest.raises((RuntimeError, NotImplementedError), match=r"jvp|forward.(mode|AD)"):
+            tangents(op.fn, lambda a: a)
+            pytest.fail(f"{what}: no exception (forward_ad=False), so tangents were dropped")
+        return
+    got = tangents(op.fn, lambda a: a)
+    for i, (g, w) in enumerate(zip(got, expected, strict=True)):
+        if w is not None:
+            assert g is not None, f"{what}: no tangent for result {i}"
+            _close(g, w.to(g.dtype), _tolerance(op, dtype), f"tangent of result {i} of {what}")
 
 
 def check_compile(op: OpTest, device: str, dtype: Any) -> None:

@@ -316,7 +316,7 @@ def test_requirements_are_every_package_s_extras() -> None:
         envs.Package("a", Path("a"), "none", ("numpy",), ("scipy",)),
         envs.Package("b", Path("b"), "none", ("pytest",), ()),
     ]
-    expected = ["hypothesis", "matplotlib", "numpy", "pytest", "pyyaml"]
+    expected = ["hypothesis", "matplotlib", "numpy", "pytest", "pyyaml", "universalmutator==1.14.1"]
     assert envs.all_requirements(packages) == expected
     assert "scipy" in envs.all_requirements(packages, bench=True)
 

@@ -339,8 +339,9 @@ class SanitizedEnv(TorchEnv):
 def all_requirements(packages: list[Package], *, bench: bool = False) -> list[str]:
     # matplotlib: the report's plots (bench), and tests/test_benchmarks.py checks them;
     # hypothesis: the property tests of every op (shared_build.battery); pyyaml:
-    # tests/test_workflow.py reads the CI workflows.
-    extras = {"matplotlib", "hypothesis", "pyyaml"}
+    # tests/test_workflow.py reads the CI workflows; universalmutator: tools/mutants.py's
+    # mutants (nox -s mutants, tests/test_mutants.py), pinned: its rules make the sample.
+    extras = {"matplotlib", "hypothesis", "pyyaml", "universalmutator==1.14.1"}
     requirements = {r for p in packages for r in p.test_requires} | extras
     if bench:
         requirements |= {r for p in packages for r in p.bench_requires}

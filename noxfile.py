@@ -11,6 +11,7 @@
     nox -s build | lint | examples | gpu
     nox -s abi                        # only the stable-ABI wheels, under every torch
     nox -s abi_overhead               # per-call cost, stable-ABI build against full-ABI build
+    nox -s mutants -- add_ext         # mutation testing: what a package's tests kill (or --all)
     nox -s wheels_cpython             # the newest torch's wheels under CPython 3.13, no compiler
 
 Every torch version gets one virtual environment, .nox/envs/torch-<version>, shared by all
@@ -121,6 +122,16 @@ def dev(session: nox.Session) -> None:
         env.install_package(package)
     run_env = {**suites.pytest_env(env), "REPO_ONCE_TORCH": "none"}
     env.run(env.python, "-m", "pytest", "-q", str(package.root / "tests"), *args, env=run_env)
+
+
+@nox.session(venv_backend="none", default=False)
+def mutants(session: nox.Session) -> None:
+    """Mutation testing (tools/mutants.py), not in CI: `-- add_ext`, `-- --all`, `-- --count 60`."""
+    env = envs.TorchEnv(session, REPO, TORCH_VERSIONS[0])
+    with REPO.locked(env.path.name):  # universalmutator comes with the test requirements
+        env.ensure(envs.all_requirements(REPO.discover_packages()))
+    driver = str(ROOT / "tools" / "mutants.py")
+    session.run(env.python, driver, "--nox-python", sys.executable, *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")

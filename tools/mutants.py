@@ -310,7 +310,10 @@ def main() -> None:
         parser.error("name a package, or --all")
     if dirty := git("status", "--porcelain", "--", *(str(p) for n in names for p in sources(n))):
         sys.exit(f"sources differ from HEAD (a mutant left by a killed run?):\n{dirty}")
-    commit, base = git("rev-parse", "--short", "HEAD").strip(), ROOT / "benchmarks/results/mutants"
+    # The commit measured: the last one that changed more than these results (committing
+    # part of a run's results does not start another run).
+    base = ROOT / "benchmarks" / "results" / "mutants"
+    commit = git("log", "-1", "--format=%h", "--", ".", f":!{base.relative_to(ROOT)}").strip()
     out = max(base.glob(f"*-{commit}"), default=base / f"{time.strftime('%Y-%m-%d')}-{commit}")
     out.mkdir(parents=True, exist_ok=True)
     store, marker = out / "mutants.json", "<!-- analysis by hand below: kept when rewritten -->"

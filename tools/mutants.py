@@ -230,14 +230,12 @@ def run_package(package: str, args: argparse.Namespace, results: dict, save) -> 
     matrix = (ROOT / "requirements" / "torch-matrix.txt").read_text()
     torch = ["--torch", re.search(r"^torch==(\S+).*#.*CUDA", matrix, re.M)[1]] if cuda_only else []
     nox = [args.nox_python, "-m", "nox", "-s", "dev", "--", package, *torch, "-x", "-q"]
-    fast = [*nox, "-m", args.fast]
     entry = results.setdefault(package, {"seed": args.seed, "mutants": []})
-    for name, command in (("baseline_s", nox), ("baseline_fast_s", fast)):
-        if name not in entry:  # the unmutated suite must pass; its time sets the limits
-            start, (verdict, why) = time.monotonic(), measure(command, 7200)
-            if verdict != "survived":
-                sys.exit(f"{package}: the unmutated tests do not pass ({verdict}: {why})")
-            entry[name] = round(time.monotonic() - start, 1)
+    if "baseline_s" not in entry:  # the unmutated suite must pass; its time sets the limit
+        start, (verdict, why) = time.monotonic(), measure(nox, 7200)
+        if verdict != "survived":
+            sys.exit(f"{package}: the unmutated tests do not pass ({verdict}: {why})")
+        entry["baseline_s"] = round(time.monotonic() - start, 1)
     found = [m for path in sources(package) for m in candidates(path)]
     entry["candidates"] = len(found)
     done = {(m["file"], m["line"], m["mutated"]) for m in entry["mutants"]}
@@ -255,10 +253,8 @@ def run_package(package: str, args: argparse.Namespace, results: dict, save) -> 
             continue
         start, verdict, why = time.monotonic(), "needs a GPU", "not run: CUDA code, no GPU here"
         if gpu or Path(mutant["file"]).suffix not in (".cu", ".cuh"):
-            with applied(mutant):  # the fast pass first; a survivor's verdict is the full suite's
-                verdict, why = measure(fast, 3 * entry["baseline_fast_s"])
-                if verdict == "survived":
-                    verdict, why = measure(nox, 3 * entry["baseline_s"])
+            with applied(mutant):
+                verdict, why = measure(nox, 3 * entry["baseline_s"])
             if verdict == "survived" and cuda_only and not gpu:
                 verdict, why = "needs a GPU", "survived the tests that run without a GPU"
         mutant.update(verdict=verdict, why=why, seconds=round(time.monotonic() - start, 1))
@@ -297,7 +293,6 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="every package, CUDA-only last")
     parser.add_argument("--count", type=int, default=40, help="mutants sampled per package")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--fast", default="not slow", help="pytest -m of the first pass")
     parser.add_argument("--nox-python", default="python3", help="the Python that has nox")
     parser.add_argument("--replay", type=Path, help="run the mutants of this mutants.json again")
     parser.add_argument("--only", action="append", help="with --replay: those with this verdict")

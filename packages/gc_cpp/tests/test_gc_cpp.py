@@ -358,6 +358,11 @@ def test_csr_transpose_checks_in_one_place():
         with pytest.raises(RuntimeError, match="gc_cpp._csr_transpose: ") as e:
             transpose_op.redispatch(RAW_CPU, *args)
         assert not raised_by(e)
+    # Index widths mixed either way round: the loops would read one with the other's width.
+    for crow, col in ((torch.int32, torch.int64), (torch.int64, torch.int32)):
+        args = (torch.tensor([0, 1], dtype=crow), torch.tensor([0], dtype=col), torch.ones(1), 1)
+        with pytest.raises(RuntimeError, match="indices must be both int32 or both int64"):
+            transpose_op.redispatch(RAW_CPU, *args)
 
 
 def test_mixed_devices_cpp():

@@ -99,3 +99,42 @@ def test_a_wheel_is_manylinux_only_by_its_tags_and_its_glibc() -> None:
     assert "lack" in problem("add_ext-0.1.0-cp310-abi3-linux_x86_64.whl", "")
     shown = 'This constrains the platform tag to "manylinux_2_34_x86_64".'
     assert problem(good, shown) == "needs glibc 2.34, newer than manylinux_2_28_x86_64 allows"
+
+
+def documented_nox_commands() -> list[tuple[dict[str, str], list[str]]]:
+    """Each `nox -s` the README, the noxfile's docstring (what `nox -l` prints first) and the
+    README's session table name: (its environment, the sessions it names)."""
+    texts = [(ROOT / "README.md").read_text(), runpy.run_path(str(ROOT / "noxfile.py"))["__doc__"]]
+    found = []
+    for text in texts:
+        command = r"((?:[A-Z_]+=\S+ )*)(?:python3 -m )?nox -s (\"[^\"]+\"|\w+(?: \| \w+)*)"
+        for env, names in re.findall(command, text):
+            sessions = [n.strip().strip('"') for n in names.split("|")]
+            found.append((dict(v.split("=", 1) for v in env.split()), sessions))
+        for row in re.findall(r"^\| `([^`]+)`(?:, `([^`]+)`)* \|", text, re.M):
+            found += [({}, [name.split(" ")[0]]) for name in row if name and "nox" not in name]
+    return found
+
+
+def test_every_documented_nox_command_selects_what_it_names() -> None:
+    """`nox -l` with each documented selection lists those sessions (and what they require),
+    nothing else; a `-k` would override `-s` and select everything."""
+    commands = documented_nox_commands()
+    assert len(commands) >= 15, commands
+    every = {s["session"] for s in nox_list(ROOT / "noxfile.py")}
+    for env, sessions in commands:
+        assert not any(" -k " in f" {s} " for s in sessions), sessions
+        names = [n for s in sessions for n in s.split()]
+        os_env = {**os.environ, **env}
+        out = subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-l",
+                              "--json", "-s", *names], capture_output=True, text=True, env=os_env)  # fmt: skip
+        assert out.returncode == 0, (sessions, out.stderr)
+        listed = {s["session"] for s in json.loads(out.stdout)} - ({"stable"} - set(names))
+        wanted = {n for n in names if n in every or "(" in n}
+        wanted |= {s for s in listed if s.split("(")[0] in names}
+        assert listed == wanted and listed, (env, sessions, listed)
+        if "TORCH_VERSIONS" in env:
+            versions = env["TORCH_VERSIONS"].split(",")
+            assert {s for s in listed if s.startswith("tests(")} == {
+                f"tests(torch='{v}')" for v in versions
+            }, (env, listed)

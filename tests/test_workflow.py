@@ -148,6 +148,12 @@ def test_every_checkout_keeps_no_credentials_and_every_action_is_pinned() -> Non
                 assert step["with"]["persist-credentials"] is False, key
 
 
+def test_dependabot_keeps_the_pinned_actions_current() -> None:
+    updates = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())["updates"]
+    assert {(u["package-ecosystem"], u["directory"]) for u in updates} == {("github-actions", "/")}
+    assert all(u["schedule"]["interval"] in ("daily", "weekly") for u in updates)
+
+
 def test_the_gpu_job_runs_the_gpu_check_on_a_self_hosted_runner_only_when_asked() -> None:
     (job,) = [j for j in JOBS.values() if "self-hosted" in j["runs-on"]]
     assert job["runs-on"] == ["self-hosted", "gpu"]

@@ -138,3 +138,12 @@ def test_every_documented_nox_command_selects_what_it_names() -> None:
             assert {s for s in listed if s.startswith("tests(")} == {
                 f"tests(torch='{v}')" for v in versions
             }, (env, listed)
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports test modules by basename (rootdir's prepend import mode, no __init__.py):
+    two suites' test_x.py in one run fail to collect."""
+    files = subprocess.run(["git", "ls-files", "*test_*.py"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()  # fmt: skip
+    names = [Path(f).name for f in files if "/tests/" in f"/{f}" and "/templates/" not in f]
+    assert len(names) > 20 and len(set(names)) == len(names), sorted(names)

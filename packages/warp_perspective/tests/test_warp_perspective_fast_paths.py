@@ -184,7 +184,7 @@ def level_outputs() -> dict:
 _LEVEL_SCRIPT = """
 import sys, torch
 sys.path.insert(0, sys.argv[2])
-from test_fast_paths import level_outputs
+from test_warp_perspective_fast_paths import level_outputs
 torch.save(level_outputs(), sys.argv[1])
 """
 # The levels below this process's, each forced in a fresh process (the level is read once).

@@ -79,7 +79,7 @@ def outputs() -> dict:
 _SCRIPT = """
 import sys, torch
 sys.path.insert(0, sys.argv[2])
-from test_fast_paths import outputs
+from test_add_ext_fast_paths import outputs
 torch.save(outputs(), sys.argv[1])
 """
 

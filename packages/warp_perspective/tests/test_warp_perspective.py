@@ -936,6 +936,19 @@ def test_cuda_takes_more_rows_than_the_grid():
     assert torch.equal(cuda_image.grad.cpu(), expected)
 
 
+@pytest.mark.slow  # 2 GB of address space (two pages touched): not under ASan
+def test_cpu_plane_spans_on_both_sides_of_2_to_the_31():
+    """The CPU kernel's int32 offsets (check_plane_extent): a strided plane spanning 2^31 - 1
+    elements runs in place, one spanning 2^31 is copied to a contiguous plane first; both
+    give the pixels of the same image made contiguous."""
+    storage = torch.empty(2**31, dtype=torch.uint8)
+    storage[:2], storage[-2:] = torch.tensor([10, 5], dtype=torch.uint8), 20
+    identity = torch.eye(3)
+    for width in (1, 2):  # spans (2^31 - 2) + (width - 1) * 1 + 1 elements
+        view = storage.as_strided((2, width), (2**31 - 2, 1))
+        assert torch.equal(warp(view, identity), view.contiguous()), width
+
+
 @pytest.mark.cuda
 @pytest.mark.slow  # 17 GB on the GPU: not under compute-sanitizer
 def test_cuda_past_2_to_the_31_elements():

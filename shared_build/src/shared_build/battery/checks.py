@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from itertools import combinations
 from typing import Any
@@ -49,20 +50,9 @@ def _close(got: Any, want: Any, tolerance: dict[str, float], what: str) -> None:
             f"{what}: result {i} has shape {list(g.shape)}, not {list(w.shape)}"
         )
         torch.testing.assert_close(
-            _dense(g).cpu().double(), _dense(w).cpu().double(), equal_nan=True, **tolerance,
+            g.to_dense().cpu().double(), w.to_dense().cpu().double(), equal_nan=True, **tolerance,
             msg=lambda m, i=i: f"{what}, result {i}: {m}",
         )  # fmt: skip
-
-
-def _dense(t: Any) -> Any:
-    import torch
-
-    return t.to_dense() if t.layout != torch.strided else t
-
-
-def _expected(op: OpTest, sample: Sample) -> Any:
-    """The reference's result, rounded to each result's dtype (as the op's is)."""
-    return op.reference(*sample.args, **sample.kwargs)
 
 
 def _samples(op: OpTest, device: str, dtype: Any, special: bool = False) -> Sequence[Sample]:
@@ -90,7 +80,7 @@ def check_reference(op: OpTest, device: str, dtype: Any) -> None:
     for sample in _samples(op, device, dtype, special=True):
         got = op.fn(*sample.args, **sample.kwargs)
         what = f"{op.name}({sample.name})"
-        _close(got, _expected(op, sample), _tolerance(op, dtype), what)
+        _close(got, op.reference(*sample.args, **sample.kwargs), _tolerance(op, dtype), what)
         if half:
             _within_ulps(_tensors(got), _tensors(op.exact(*sample.args, **sample.kwargs)), op, what)
 
@@ -190,17 +180,21 @@ def check_backward(op: OpTest, device: str, dtype: Any) -> None:
     gradient (_subsets): the gradients equal those of the reference in float64 (autograd
     through plain PyTorch), within tolerance; forward mode gives the reference's tangents
     (op.forward_ad) or raises (checked on the first sample), never results without them."""
-    import torch
-
     for n, sample in enumerate(_samples(op, device, dtype)):
-        floating = [
-            i for i, a in enumerate(sample.args)
-            if isinstance(a, torch.Tensor) and a.dtype.is_floating_point and a.layout == torch.strided
-        ]  # fmt: skip
-        for wanted in _subsets(floating):
+        for wanted in _subsets(_floating(sample.args)):
             _compare_gradients(op, sample, wanted, dtype)
             if op.forward_ad or n == 0:
                 _compare_tangents(op, sample, wanted, dtype)
+
+
+def _floating(args: Sequence[Any]) -> list[int]:
+    """The positions of the floating dense tensors among args: those a gradient flows to."""
+    import torch
+
+    return [
+        i for i, a in enumerate(args)
+        if isinstance(a, torch.Tensor) and a.dtype.is_floating_point and a.layout == torch.strided
+    ]  # fmt: skip
 
 
 def _compare_gradients(op: OpTest, sample: Sample, wanted: Sequence[int], dtype: Any) -> None:
@@ -280,15 +274,9 @@ def check_compile(op: OpTest, device: str, dtype: Any) -> None:
     for sample in _same_structure(_samples(op, device, dtype)):
         args = list(_detach(sample.args))
         leaves = []
-        if op.differentiable:
-            for i, a in enumerate(args):
-                if (
-                    isinstance(a, torch.Tensor)
-                    and a.dtype.is_floating_point
-                    and a.layout == torch.strided
-                ):
-                    args[i] = a.clone().requires_grad_()
-                    leaves.append(args[i])
+        for i in _floating(args) if op.differentiable else ():
+            args[i] = args[i].clone().requires_grad_()
+            leaves.append(args[i])
         eager = op.fn(*args, **sample.kwargs)
         got = compiled(*args, **sample.kwargs)
         what = f"compiled {op.name}({sample.name})"
@@ -312,18 +300,12 @@ def check_compile(op: OpTest, device: str, dtype: Any) -> None:
 def _structure(sample: Sample) -> tuple:
     """What a fake kernel or a compiled graph depends on: ranks, layouts, dtypes, strides
     up to size, whether tensors are empty."""
-    return tuple(
-        (t.dim(), t.layout, t.dtype, t.numel() == 0, t.layout == t.layout and _contiguity(t))
-        for t in _tensors(sample.args)
-    )
-
-
-def _contiguity(t: Any) -> str:
     import torch
 
-    if t.layout != torch.strided:
-        return "sparse"
-    return "contiguous" if t.is_contiguous() else "strided"
+    return tuple(
+        (t.dim(), t.layout, t.dtype, t.numel() == 0, t.layout != torch.strided or t.is_contiguous())
+        for t in _tensors(sample.args)
+    )
 
 
 def _one_of_each_structure(samples: Sequence[Sample]) -> list[Sample]:
@@ -371,12 +353,8 @@ def check_export(op: OpTest, device: str, dtype: Any) -> None:
         module, tensors = _Call(op, sample)
         eager = module(*tensors)
         program = torch.export.export(module, tensors)
-        _close(
-            program.module()(*tensors),
-            eager,
-            _tolerance(op, dtype),
-            f"exported {op.name}({sample.name})",
-        )
+        what, tolerance = f"{op.name}({sample.name})", _tolerance(op, dtype)
+        _close(program.module()(*tensors), eager, tolerance, f"exported {what}")
         if op.aoti:
             import tempfile
 
@@ -385,12 +363,7 @@ def check_export(op: OpTest, device: str, dtype: Any) -> None:
                     program, package_path=os.path.join(folder, "op.pt2")
                 )
                 loaded = torch._inductor.aoti_load_package(path)
-                _close(
-                    loaded(*tensors),
-                    eager,
-                    _tolerance(op, dtype),
-                    f"AOTInductor {op.name}({sample.name})",
-                )
+                _close(loaded(*tensors), eager, tolerance, f"AOTInductor {what}")
         return  # one sample: exporting is the same for all
 
 
@@ -420,12 +393,8 @@ def check_torchscript(op: OpTest, device: str, dtype: Any) -> None:
         assert done.returncode == 0, (
             f"the saved module failed in a fresh process:\n{done.stderr[-3000:]}"
         )
-        _close(
-            torch.load(paths[2]),
-            eager,
-            _tolerance(op, dtype),
-            f"TorchScript {op.name}({sample.name})",
-        )
+        what = f"TorchScript {op.name}({sample.name})"
+        _close(torch.load(paths[2]), eager, _tolerance(op, dtype), what)
 
 
 def check_cuda_vs_cpu(op: OpTest, device: str, dtype: Any) -> None:
@@ -442,9 +411,8 @@ def check_cuda_vs_cpu(op: OpTest, device: str, dtype: Any) -> None:
     for sample in _samples(op, "cpu", dtype):
         cpu = op.fn(*sample.args, **sample.kwargs)
         cuda = op.fn(*to_cuda(sample.args), **to_cuda(sample.kwargs))
-        _close(
-            cuda, cpu, _tolerance(op, dtype), f"{op.name}({sample.name}) on CUDA against the CPU"
-        )
+        what = f"{op.name}({sample.name}) on CUDA against the CPU"
+        _close(cuda, cpu, _tolerance(op, dtype), what)
 
 
 def check_bad(op: OpTest, device: str, dtype: Any) -> None:
@@ -472,11 +440,8 @@ def check_threads(op: OpTest, device: str, dtype: Any) -> None:
         except BaseException as error:  # reported below, with the thread's number
             results[i] = error
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(worker, range(8)))
     import torch
 
     what = f"{op.name}({sample.name})"
@@ -549,7 +514,7 @@ def check_properties(op: OpTest, device: str, dtype: Any) -> None:
         assume(not any(str(t.dtype).removeprefix("torch.") in left_out for t in tensors))
         note(sample.name)
         got = op.fn(*sample.args, **sample.kwargs)
-        check(sample, got, _expected(op, sample))
+        check(sample, got, op.reference(*sample.args, **sample.kwargs))
         boxed = op.op(*sample.args, **sample.kwargs)  # the same through torch.ops
         if device in op.nondeterministic:
             _close(boxed, got, _tolerance(op, _tensors(got)[0].dtype), "torch.ops' result")

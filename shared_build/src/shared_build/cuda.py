@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -71,16 +72,6 @@ def parse_cudart_version(text: str) -> Version | None:
     return Version(f"{number // 1000}.{number % 1000 // 10}")
 
 
-def header_cuda_version(include_dirs: Sequence[str]) -> Version | None:
-    """The CUDA version of the first cuda_runtime_api.h in include_dirs (search order)."""
-    for folder in include_dirs:
-        path = os.path.join(folder, "cuda_runtime_api.h")
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return parse_cudart_version(handle.read())
-    return None
-
-
 def pip_compiler_requirements(torch_cuda: str) -> list[str]:
     """NVIDIA's pip packages that put an nvcc matching torch's CUDA into an environment.
     crt and nvvm are pinned with nvcc: the newest nvvm's PTX is "Unsupported .version" to an
@@ -106,13 +97,13 @@ def pip_nvcc_dirs(
 ) -> list[str]:
     """The nvidia/cuXX (CUDA 13 wheels) or nvidia/cuda_nvcc (CUDA 12 wheels) folders holding
     a pip-installed bin/nvcc, under the given site-packages folders."""
-    found = []
-    for site_dir in site_dirs:
-        for pattern in ("cu[0-9]*", "cuda_nvcc"):
-            for folder in sorted(glob.glob(os.path.join(site_dir, "nvidia", pattern))):
-                if is_file(os.path.join(folder, "bin", "nvcc")) and folder not in found:
-                    found.append(folder)
-    return found
+    folders = [
+        folder
+        for site_dir in site_dirs
+        for pattern in ("cu[0-9]*", "cuda_nvcc")
+        for folder in sorted(glob.glob(os.path.join(site_dir, "nvidia", pattern)))
+    ]
+    return list(dict.fromkeys(f for f in folders if is_file(os.path.join(f, "bin", "nvcc"))))
 
 
 def make_cuda_home(pip_dir: str, destination: str) -> str:
@@ -139,13 +130,10 @@ def make_cuda_home(pip_dir: str, destination: str) -> str:
 
 
 def _link(target: str, link: str) -> None:
-    if os.path.islink(link):
-        if os.readlink(link) == target:
-            return
+    if os.path.islink(link) and os.readlink(link) != target:
         os.unlink(link)
-    elif os.path.exists(link):
-        return
-    os.symlink(target, link)
+    if not os.path.lexists(link):
+        os.symlink(target, link)
 
 
 def nvcc_home(nvcc: str, run_nvcc: Callable[..., str] = _run_nvcc) -> str:
@@ -182,7 +170,10 @@ def evaluate(toolkit: CudaToolkit, torch_cuda: str, site_dirs: Iterable[str]) ->
     except BuildError as error:
         return Candidate(toolkit, problem=str(error))
     cccl = os.path.join(toolkit.include_dir, "cccl", "nv", "target")
-    found = header_cuda_version([*extra, toolkit.include_dir])
+    # The CUDA version of the first cuda_runtime_api.h the compile finds.
+    headers = [os.path.join(d, "cuda_runtime_api.h") for d in (*extra, toolkit.include_dir)]
+    header = next((h for h in headers if os.path.isfile(h)), None)
+    found = parse_cudart_version(Path(header).read_text(errors="replace")) if header else None
     ours = (toolkit.version.major, toolkit.version.minor)
     problem = None
     if ours[0] >= 13 and not os.path.isfile(cccl):
@@ -337,14 +328,14 @@ def resolve_include_dirs(toolkit: CudaToolkit, site_dirs: Iterable[str]) -> list
     missing = missing_headers([toolkit.include_dir], TORCH_CUDA_HEADERS)
     if not missing:
         return []
-    extra: list[str] = []
-    for site in site_dirs:
+    includes = [
+        include
+        for site in site_dirs
         for include in sorted(
             glob.glob(os.path.join(site, "nvidia", "**", "include"), recursive=True)
-        ):
-            has_one = any(os.path.isfile(os.path.join(include, h)) for h in missing)
-            if has_one and include not in extra:
-                extra.append(include)
+        )
+    ]
+    extra = list(dict.fromkeys(i for i in includes if missing_headers([i], missing) != missing))
     still = missing_headers([toolkit.include_dir, *extra], missing)
     if still:
         raise BuildError(
@@ -363,8 +354,7 @@ def parse_nvcc_gpu_codes(text: str) -> list[str]:
 
 def toolkit_archs(nvcc: str) -> list[str]:
     """The architectures an nvcc can target (``--list-gpu-code``)."""
-    listed = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False)
-    return parse_nvcc_gpu_codes(listed.stdout)
+    return parse_nvcc_gpu_codes(_run_nvcc(nvcc, "--list-gpu-code"))
 
 
 def _arch_key(arch: str) -> tuple[int, int]:

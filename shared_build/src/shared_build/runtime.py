@@ -17,26 +17,14 @@ BUILD_INFO: dict[str, Any] = {}
 # c10's names of dtypes and layouts ("Float", "SparseCsr"), so a package's Python checks word
 # their messages as its C++ checks do. Keyed by str(value): this file needs no torch.
 C10_NAMES = {
-    "torch.float32": "Float",
-    "torch.float64": "Double",
-    "torch.float16": "Half",
-    "torch.bfloat16": "BFloat16",
-    "torch.uint8": "Byte",
-    "torch.int8": "Char",
-    "torch.int16": "Short",
-    "torch.int32": "Int",
-    "torch.int64": "Long",
-    "torch.bool": "Bool",
-    "torch.complex64": "ComplexFloat",
-    "torch.complex128": "ComplexDouble",
-    "torch.strided": "Strided",
-    "torch.sparse_coo": "Sparse",
-    "torch.sparse_csr": "SparseCsr",
-    "torch.sparse_csc": "SparseCsc",
-    "torch.sparse_bsr": "SparseBsr",
-    "torch.sparse_bsc": "SparseBsc",
-    "torch._mkldnn": "Mkldnn",
-}
+    "torch.float32": "Float", "torch.float64": "Double", "torch.float16": "Half",
+    "torch.bfloat16": "BFloat16", "torch.uint8": "Byte", "torch.int8": "Char",
+    "torch.int16": "Short", "torch.int32": "Int", "torch.int64": "Long", "torch.bool": "Bool",
+    "torch.complex64": "ComplexFloat", "torch.complex128": "ComplexDouble",
+    "torch.strided": "Strided", "torch.sparse_coo": "Sparse", "torch.sparse_csr": "SparseCsr",
+    "torch.sparse_csc": "SparseCsc", "torch.sparse_bsr": "SparseBsr",
+    "torch.sparse_bsc": "SparseBsc", "torch._mkldnn": "Mkldnn",
+}  # fmt: skip
 
 
 def c10_name(value: object, unknown: str | None = None) -> str:
@@ -225,10 +213,9 @@ def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) ->
         raise RuntimeError(reason)
 
     library = torch.library.Library(namespace, "IMPL")
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
     for op in torch._C._dispatch_get_all_op_names():
-        if op.startswith(f"{namespace}::") and not torch._C._dispatch_has_kernel_for_dispatch_key(
-            op, "CUDA"
-        ):
+        if op.startswith(f"{namespace}::") and not has_kernel(op, "CUDA"):
             library.impl(op.split("::", 1)[1], kernel, "CUDA")
     _RAISING_CUDA_KERNELS.append(library)
     return reason
@@ -249,13 +236,9 @@ def unstable_symbols(library: str) -> list[str]:
     import re
     import subprocess
 
-    names = _undefined_symbols(library).split()
+    mangled = "\n".join(n.split("@")[0] for n in _undefined_symbols(library).split())
     demangled = subprocess.run(
-        ["c++filt"],
-        input="\n".join(n.split("@")[0] for n in names if n.startswith("_Z")),
-        capture_output=True,
-        text=True,
-        check=True,
+        ["c++filt"], input=mangled, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     return sorted({d for d in demangled if re.search(r"(?<![\w:])(c10|at|torch|caffe2)::", d)})
 
@@ -266,11 +249,5 @@ def glibc_newer_than(library: str, oldest: tuple[int, int]) -> list[str]:
     refuses for a manylinux tag of that glibc)."""
     import re
 
-    names = _undefined_symbols(library)
-    return sorted(
-        {
-            f"{m.group(1)}@GLIBC_{m.group(2)}.{m.group(3)}"
-            for m in re.finditer(r"(\S+?)@+GLIBC_(\d+)\.(\d+)\S*", names)
-            if (int(m.group(2)), int(m.group(3))) > oldest
-        }
-    )
+    found = re.findall(r"(\S+?)@+GLIBC_(\d+)\.(\d+)\S*", _undefined_symbols(library))
+    return sorted({f"{n}@GLIBC_{a}.{b}" for n, a, b in found if (int(a), int(b)) > oldest})

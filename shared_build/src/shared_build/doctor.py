@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import config, knobs
@@ -75,16 +75,14 @@ def check_setuptools(version: str | None) -> Finding:
 
 def check_torch(torch: Any) -> Finding:
     if torch is None:
-        return Finding(
-            "fail",
-            "torch",
+        text = (
             "not importable; install it first (pip install torch), then build with "
-            "pip install --no-build-isolation so the build sees it",
+            "pip install --no-build-isolation so the build sees it"
         )
+        return Finding("fail", "torch", text)
     build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
-    return Finding(
-        "ok", "torch", f"{torch.__version__}, {build}, at {os.path.dirname(torch.__file__)}"
-    )
+    text = f"{torch.__version__}, {build}, at {os.path.dirname(torch.__file__)}"
+    return Finding("ok", "torch", text)
 
 
 def cxx_standard(torch_version: str | None) -> str:
@@ -109,13 +107,12 @@ def check_cxx(env: Mapping[str, str], torch_version: str | None) -> Finding:
     )
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["it failed"])[0]
-        return Finding(
-            "fail",
-            "c++",
+        text = (
             f"{compiler.path} ({name}) does not accept -std={standard}, which torch "
             f"{torch_version}'s headers need ({reason}); install GCC 10 or newer or Clang 12 "
-            "or newer (apt-get install g++) or set CXX to such a compiler",
+            "or newer (apt-get install g++) or set CXX to such a compiler"
         )
+        return Finding("fail", "c++", text)
     return Finding("ok", "c++", f"{compiler.path} ({name}), accepts -std={standard}")
 
 
@@ -146,22 +143,20 @@ def check_cxx_runtime(env: Mapping[str, str]) -> Finding | None:
         if not default:
             return Finding("ok", "c++ runtime", "links the shared libstdc++, as torch does")
         if static_with(*cxx_runtime_link_args(sys.platform)) is False:
-            return Finding(
-                "warn",
-                "c++ runtime",
+            text = (
                 f"{compiler.command} links libstdc++ statically by default; shared_build's "
                 "builds name the shared one (-l:libstdc++.so.6), but a library built "
                 "another way (CMake, torch.utils.cpp_extension.load) gets its own copy and "
-                "can crash beside torch's: set CXX to a compiler that links the shared one",
+                "can crash beside torch's: set CXX to a compiler that links the shared one"
             )
-        return Finding(
-            "fail",
-            "c++ runtime",
+            return Finding("warn", "c++ runtime", text)
+        text = (
             f"{compiler.command} links libstdc++ statically even when the shared one is "
             "named: every library would carry a second C++ runtime beside torch's and crash "
             "at its first error message; set CXX to a compiler that links the shared "
-            "libstdc++ (e.g. /usr/bin/g++)",
+            "libstdc++ (e.g. /usr/bin/g++)"
         )
+        return Finding("fail", "c++ runtime", text)
 
 
 def cxx_candidates(env: Mapping[str, str]) -> list[str]:
@@ -271,20 +266,18 @@ def check_max_jobs(
 
 def check_opencv(which: Callable[[str], str | None] = shutil.which, run: Runner = _run) -> Finding:
     if which("pkg-config") is None:
-        return Finding(
-            "warn",
-            "opencv",
+        text = (
             "pkg-config not found, so warp_perspective builds without OpenCV (its built-in "
-            "kernel only); apt-get install pkg-config libopencv-dev to have both",
+            "kernel only); apt-get install pkg-config libopencv-dev to have both"
         )
+        return Finding("warn", "opencv", text)
     result = run(["pkg-config", "--modversion", "opencv4"], None)
     if result.returncode != 0:
-        return Finding(
-            "warn",
-            "opencv",
+        text = (
             "opencv4 not found by pkg-config, so warp_perspective builds its built-in kernel "
-            "only; apt-get install libopencv-dev to have the OpenCV backend too",
+            "only; apt-get install libopencv-dev to have the OpenCV backend too"
         )
+        return Finding("warn", "opencv", text)
     return Finding("ok", "opencv", f"opencv4 {result.stdout.strip()} (pkg-config)")
 
 
@@ -298,12 +291,11 @@ def check_cache(env: Mapping[str, str]) -> Finding:
         return Finding("ok", "compiler cache", text)
     if env.get("USE_CCACHE", "").strip().lower() in ("0", "false", "no", "off"):
         return Finding("ok", "compiler cache", "off (USE_CCACHE=0)")
-    return Finding(
-        "warn",
-        "compiler cache",
+    text = (
         "neither ccache nor sccache is on PATH; apt-get install ccache makes rebuilds "
-        "of unchanged sources near-instant (shared_build uses it by itself)",
+        "of unchanged sources near-instant (shared_build uses it by itself)"
     )
+    return Finding("warn", "compiler cache", text)
 
 
 def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> list[Finding]:
@@ -327,9 +319,7 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     if runtime and runtime.status != "ok":
         better, _ = pick_cxx(env)
         if better:
-            runtime = Finding(
-                runtime.status, runtime.topic, f"{runtime.text}; here CXX={better} does"
-            )
+            runtime = replace(runtime, text=f"{runtime.text}; here CXX={better} does")
     if runtime:
         findings.append(runtime)
     findings.append(check_ninja(env))

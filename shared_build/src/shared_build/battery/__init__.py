@@ -1,17 +1,8 @@
-"""One test battery for any custom op: declare an op once, get every check.
-
-A package declares each op in one place, ``tests/ops_under_test.py``, as an :class:`OpTest`
-(good calls per device and dtype, a plain-PyTorch reference, the bad calls with the
-sentence each must raise, and what is out of scope), and its test file says::
-
-    from ops_under_test import OPS
-    from shared_build.battery import battery
-
-    test_battery = battery(OPS)
-
-pytest then collects ``test_battery[<op>-<check>-<device>-<dtype>]`` for every check below
-that applies. Each check runs every sample of its device and dtype, and a failure names the
-sample. The checks:
+"""One test battery for any custom op: declare it once as an :class:`OpTest` (good calls
+per device and dtype, a plain-PyTorch reference, the bad calls with the sentence each must
+raise, what is out of scope); ``test_battery = battery(OPS)`` in a test file makes pytest
+collect ``test_battery[<op>-<check>-<device>-<dtype>]`` for every check below that applies.
+Each check runs every sample of its device and dtype; a failure names the sample.
 
 - ``reference``: each sample's result equals the reference's (computed in float64, rounded
   to the sample's dtype), within ``tolerance``; in float16 and bfloat16 also ``exact``'s
@@ -183,8 +174,7 @@ def _cases(op: OpTest) -> list[Any]:
             continue
         devices = {"cuda_vs_cpu": ["cuda"], "fuzz": ["cpu"], "memory": ["cpu"], "bad": ["cpu"]}
         for device in devices.get(check, op.devices):
-            dtypes = _dtypes(op, check)
-            for dtype in dtypes:
+            for dtype in _dtypes(op, check):
                 marks = [pytest.mark.cuda] if device == "cuda" or check == "cuda_vs_cpu" else []
                 marks += [pytest.mark.slow] if check in SLOW else []
                 ident = "-".join(filter(None, (op.name, check, device, dtype)))

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from .errors import BuildError
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+_CUDA_MODES = (
+    {"": "auto", "auto": "auto"} | dict.fromkeys(_TRUE, "on") | dict.fromkeys(_FALSE, "off")
+)
 
 # Peak resident memory of one compile job, rounded up: g++ -O3 on a file including torch's
 # autograd headers, nvcc on a kernel for five architectures.
@@ -32,12 +34,8 @@ def parse_flag(env: Mapping[str, str], name: str) -> bool:
 
 def use_cuda_mode(env: Mapping[str, str]) -> str:
     """Return "auto", "on" or "off" from USE_CUDA (auto|0|1), with FORCE_CUDA=1 meaning on."""
-    value = env.get("USE_CUDA", "").strip().lower()
-    if value in ("", "auto"):
-        mode = "auto"
-    elif value in _TRUE | _FALSE:
-        mode = "on" if value in _TRUE else "off"
-    else:
+    mode = _CUDA_MODES.get(env.get("USE_CUDA", "").strip().lower())
+    if mode is None:
         raise BuildError(
             f"USE_CUDA={env['USE_CUDA']!r} is not understood; use USE_CUDA=auto, USE_CUDA=1 or "
             "USE_CUDA=0"
@@ -109,10 +107,7 @@ def max_jobs(env: Mapping[str, str], cores: int, memory_bytes: int | None, with_
     """Parallel compile jobs: MAX_JOBS if set, else as many as both cores and memory allow."""
     raw = env.get("MAX_JOBS", "")
     if raw.strip():
-        try:
-            jobs = int(raw)
-        except ValueError:
-            jobs = 0
+        jobs = int(raw) if raw.strip().isdecimal() else 0
         if jobs < 1:
             raise BuildError(f"MAX_JOBS={raw!r} must be a whole number of at least 1")
         return jobs
@@ -157,14 +152,12 @@ def compiler_launcher(
             f"USE_CCACHE={env.get('USE_CCACHE')!r} is not understood; use USE_CCACHE=auto, 1 or 0"
         )
     path = which("ccache") or which("sccache")
-    if path:
-        return path
-    if raw in _TRUE:
+    if path is None and raw in _TRUE:
         raise BuildError(
             "USE_CCACHE=1 asks for a compiler cache but neither ccache nor sccache is on "
             "PATH; install one (apt-get install ccache) or unset USE_CCACHE"
         )
-    return None
+    return path
 
 
 @dataclass(frozen=True)

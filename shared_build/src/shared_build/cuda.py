@@ -162,9 +162,8 @@ def evaluate(toolkit: CudaToolkit, torch_cuda: str, site_dirs: Iterable[str]) ->
     """
     major = Version(torch_cuda).major
     if toolkit.version.major != major:
-        return Candidate(
-            toolkit, problem=f"its CUDA {toolkit.version} is not torch's major version {major}"
-        )
+        problem = f"its CUDA {toolkit.version} is not torch's major version {major}"
+        return Candidate(toolkit, problem=problem)
     try:
         extra = tuple(resolve_include_dirs(toolkit, site_dirs))
     except BuildError as error:
@@ -271,13 +270,12 @@ def select_toolkit(
 def minor_mismatch_warning(toolkit: CudaToolkit, torch_cuda: str) -> str | None:
     """A warning when the toolkit's minor version is not torch's (else None). Its major
     version is torch's: select_toolkit takes no other (evaluate)."""
-    wanted = Version(torch_cuda)
-    if toolkit.version.minor != wanted.minor:
-        return (
-            f"the CUDA toolkit is {toolkit.version} and torch uses CUDA {torch_cuda}; "
-            "minor versions differ, which CUDA supports"
-        )
-    return None
+    if toolkit.version.minor == Version(torch_cuda).minor:
+        return None
+    return (
+        f"the CUDA toolkit is {toolkit.version} and torch uses CUDA {torch_cuda}; "
+        "minor versions differ, which CUDA supports"
+    )
 
 
 def decide_cuda(
@@ -439,14 +437,10 @@ def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     )
     env["TORCH_CUDA_ARCH_LIST"] = arch_list
     rpath_args = []
-    if toolkit.pip_dir:
+    if toolkit.pip_dir:  # site-packages/nvidia/<x>, beside site-packages/<package>
         # NVIDIA's pip runtime: the library finds libcudart in site-packages even when a C++
         # program (no torch import first) loads it, as torch's own libraries do.
-        site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
-        cuda_rpath = os.path.relpath(
-            os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, package.name)
-        )
-        rpath_args.append(f"-Wl,-rpath,$ORIGIN/{cuda_rpath}")
+        rpath_args.append(f"-Wl,-rpath,$ORIGIN/../nvidia/{os.path.basename(toolkit.pip_dir)}/lib")
     return CudaBuild(
         enabled=True,
         toolkit=toolkit,

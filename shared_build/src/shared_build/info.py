@@ -41,22 +41,16 @@ def load_build_info(folder: str) -> dict[str, Any]:
     return dict(module.BUILD_INFO)
 
 
-def find_cuobjdump() -> str | None:
-    """cuobjdump on PATH, else in NVIDIA's pip packages (nvidia-cuda-cuobjdump)."""
+def cuda_architectures(libraries: list[str]) -> list[str] | None:
+    """The sm_XX of the device code in the libraries (cuobjdump --list-elf; on PATH, else
+    NVIDIA's pip nvidia-cuda-cuobjdump), or None when there is no cuobjdump to ask."""
     pattern = os.path.join("nvidia", "*", "bin", "cuobjdump")
     pip = [p for d in site.getsitepackages() for p in sorted(glob.glob(os.path.join(d, pattern)))]
-    return shutil.which("cuobjdump") or (pip[0] if pip else None)
-
-
-def cuda_architectures(libraries: list[str]) -> list[str] | None:
-    """The sm_XX of the device code in the libraries (cuobjdump --list-elf), or None when
-    there is no cuobjdump to ask."""
-    tool = find_cuobjdump()
+    tool = shutil.which("cuobjdump") or (pip[0] if pip else None)
     if tool is None:
         return None
-    out = subprocess.run(
-        [tool, "--list-elf", *libraries], capture_output=True, text=True, check=False
-    ).stdout
+    command = [tool, "--list-elf", *libraries]
+    out = subprocess.run(command, capture_output=True, text=True, check=False).stdout
     return sorted(set(re.findall(r"\bsm_\d+a?\b", out)), key=lambda s: int(re.sub(r"\D", "", s)))
 
 

@@ -41,15 +41,11 @@ def torch_namespaces() -> frozenset[str]:
 def check_name(name: str, packages_dir: Path) -> None:
     """Refuse, with a sentence, a name that is not a fresh, lower-case Python identifier, or
     that is taken: by a folder, by a module Python imports already, or by torch."""
-    if keyword.iskeyword(name):
+    if keyword.iskeyword(name) or not name.isidentifier():
+        what = "a Python keyword" if keyword.iskeyword(name) else "not a Python identifier"
         raise BuildError(
-            f"{name!r} is a Python keyword; a package name is also its import name and its "
-            "op namespace, e.g. my_op"
-        )
-    if not name.isidentifier():
-        raise BuildError(
-            f"{name!r} is not a Python identifier; a package name is also its import name and "
-            "its op namespace, e.g. my_op"
+            f"{name!r} is {what}; a package name is also its import name and its op namespace, "
+            "e.g. my_op"
         )
     if name != name.lower():
         raise BuildError(f"{name!r} has capitals; use lower case, e.g. {name.lower()}")

@@ -279,11 +279,7 @@ def minor_mismatch_warning(toolkit: CudaToolkit, torch_cuda: str) -> str | None:
 
 
 def decide_cuda(
-    mode: str,
-    requirement: str,
-    torch_cuda: str | None,
-    toolkit: CudaToolkit | None,
-    package: str,
+    mode: str, requirement: str, torch_cuda: str | None, toolkit: CudaToolkit | None, package: str
 ) -> bool:
     """Whether to compile the package's CUDA sources: mode is USE_CUDA's ("auto", "on",
     "off"), requirement the package's cuda key ("none", "optional", "required")."""

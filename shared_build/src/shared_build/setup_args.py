@@ -84,9 +84,7 @@ def metadata_arguments(
     """setup()'s arguments for metadata or an sdist: no extension, no torch needed. A wheel
     cannot be built without torch: a wheel hook says so first, before the front end
     downloads the runtime dependencies."""
-    metadata_torch = None
-    if wheel_hook(orig_argv) is not None:
-        metadata_torch = import_torch(package.name).__version__
+    metadata_torch = import_torch(package.name).__version__ if wheel_hook(orig_argv) else None
     return python_arguments(package, env, metadata_torch, build_root(env, package.name))
 
 

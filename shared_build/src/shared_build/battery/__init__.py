@@ -44,16 +44,8 @@ import pytest
 from .draw import as_view, sides, tensors
 
 __all__ = [
-    "CHECKS",
-    "Bad",
-    "OpTest",
-    "Sample",
-    "as_view",
-    "battery",
-    "run_check",
-    "sides",
-    "tensors",
-]
+    "CHECKS", "Bad", "OpTest", "Sample", "as_view", "battery", "run_check", "sides", "tensors",
+]  # fmt: skip
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 CHECKS = (

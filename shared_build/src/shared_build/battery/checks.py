@@ -7,6 +7,7 @@ import gc
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -328,36 +329,32 @@ def _same_structure(samples: Sequence[Sample], most: int = 3) -> list[Sample]:
     return [s for s in samples if structure(s) == first][:most]
 
 
-class _Call:
-    """A module calling the op with a sample's non-tensor arguments fixed."""
+def _module(op: OpTest, sample: Sample) -> tuple[Any, tuple]:
+    """A module calling the op with a sample's non-tensor arguments fixed, and its tensors."""
+    import torch
 
-    def __new__(cls, op: OpTest, sample: Sample):
-        import torch
+    positions = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
 
-        positions = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+    class Call(torch.nn.Module):
+        def forward(self, *tensors):
+            args = list(sample.args)
+            for i, t in zip(positions, tensors, strict=True):
+                args[i] = t
+            return op.op(*args, **sample.kwargs)
 
-        class Call(torch.nn.Module):
-            def forward(self, *tensors):
-                args = list(sample.args)
-                for i, t in zip(positions, tensors, strict=True):
-                    args[i] = t
-                return op.op(*args, **sample.kwargs)
-
-        return Call(), tuple(_detach(sample.args[i]) for i in positions)
+    return Call(), tuple(_detach(sample.args[i]) for i in positions)
 
 
 def check_export(op: OpTest, device: str, dtype: Any) -> None:
     import torch
 
     for sample in _samples(op, device, dtype):
-        module, tensors = _Call(op, sample)
+        module, tensors = _module(op, sample)
         eager = module(*tensors)
         program = torch.export.export(module, tensors)
         what, tolerance = f"{op.name}({sample.name})", _tolerance(op, dtype)
         _close(program.module()(*tensors), eager, tolerance, f"exported {what}")
         if op.aoti:
-            import tempfile
-
             with tempfile.TemporaryDirectory() as folder:
                 path = torch._inductor.aoti_compile_and_package(
                     program, package_path=os.path.join(folder, "op.pt2")
@@ -376,12 +373,10 @@ torch.save(module(*args), sys.argv[3])
 
 
 def check_torchscript(op: OpTest, device: str, dtype: Any) -> None:
-    import tempfile
-
     import torch
 
     sample = _samples(op, device, dtype)[0]
-    module, tensors = _Call(op, sample)
+    module, tensors = _module(op, sample)
     eager = module(*tensors)
     scripted = torch.jit.trace(module, tensors, check_trace=False)
     with tempfile.TemporaryDirectory() as folder:
@@ -494,11 +489,10 @@ def check_properties(op: OpTest, device: str, dtype: Any) -> None:
     hypothesis = pytest.importorskip("hypothesis")
     from hypothesis import assume, given, note, settings
 
-    check = op.check or (
-        lambda sample, got, want: _close(
-            got, want, _tolerance(op, _tensors(got)[0].dtype), f"{op.name}({sample.name})"
-        )
-    )
+    def close(sample: Sample, got: Any, want: Any) -> None:
+        _close(got, want, _tolerance(op, _tensors(got)[0].dtype), f"{op.name}({sample.name})")
+
+    check = op.check or close
 
     # Dtypes a run leaves out of the drawn samples (e.g. the GPU check's initcheck, which
     # cannot see cuBLAS's half-precision writes): "float16,bfloat16".

@@ -91,11 +91,8 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
         # fail (no kernel for the CUDA key), and here they would only skip.
         "battery_devices": '("cpu", "cuda")' if cuda else '("cpu",)',
     }
-    templates = TEMPLATES[abi]
     target = packages_dir / name
-    every = [(templates, t) for t in templates.rglob("*.tmpl")] + [
-        (COMMON, t) for t in COMMON.rglob("*.tmpl")
-    ]
+    every = [(folder, t) for folder in (TEMPLATES[abi], COMMON) for t in folder.rglob("*.tmpl")]
     for folder, template in sorted(every, key=lambda pair: pair[1].relative_to(pair[0])):
         relative = template.relative_to(folder)
         if not cuda and "cuda" in relative.parts[:-1]:

@@ -118,12 +118,10 @@ def arch_flags(torch_module: Any) -> str:
 def visible_capabilities(torch_module: Any) -> list[tuple[int, int]]:
     """The compute capabilities of the GPUs torch sees; [] without one."""
     try:
-        if not torch_module.cuda.is_available():
+        cuda = torch_module.cuda
+        if not cuda.is_available():
             return []
-        return [
-            torch_module.cuda.get_device_capability(i)
-            for i in range(torch_module.cuda.device_count())
-        ]
+        return [cuda.get_device_capability(i) for i in range(cuda.device_count())]
     except Exception:  # a broken driver must not stop a build that targets other GPUs
         return []
 

@@ -307,9 +307,7 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
         except ImportError:
             torch = None
     try:
-        import setuptools
-
-        setuptools_version = setuptools.__version__
+        from setuptools import __version__ as setuptools_version
     except ImportError:
         setuptools_version = None
     findings = [check_python(), check_setuptools(setuptools_version), check_torch(torch)]

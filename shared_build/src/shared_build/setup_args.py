@@ -105,9 +105,8 @@ def setup_arguments(
         env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     else:
         env.pop("TORCH_NO_COMPILER_WRAPPER", None)
-    build_base = str(
-        config.build_root / build_tag(facts.version, cuda.enabled, knobs.debug, knobs.sanitize)
-    )
+    tag = build_tag(facts.version, cuda.enabled, knobs.debug, knobs.sanitize)
+    build_base = str(config.build_root / tag)
     toolkit = cuda.toolkit
     cuda_summary = (
         f"on (nvcc {toolkit.version} at {toolkit.nvcc}, {toolkit.origin}, "

@@ -177,10 +177,7 @@ def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:
 
 
 def check_backward(op: OpTest, device: str, dtype: Any) -> None:
-    """In every dtype, for each subset of each sample's floating dense tensors needing a
-    gradient (_subsets): the gradients equal those of the reference in float64 (autograd
-    through plain PyTorch), within tolerance; forward mode gives the reference's tangents
-    (op.forward_ad) or raises (checked on the first sample), never results without them."""
+    """As shared_build.battery says; forward mode on the first sample only unless forward_ad."""
     for n, sample in enumerate(_samples(op, device, dtype)):
         for wanted in _subsets(_floating(sample.args)):
             _compare_gradients(op, sample, wanted, dtype)
@@ -265,9 +262,7 @@ def _compare_tangents(op: OpTest, sample: Sample, wanted: Sequence[int], dtype: 
 
 
 def check_compile(op: OpTest, device: str, dtype: Any) -> None:
-    """torch.compile(fullgraph=True, dynamic=True) of the op over samples of one structure
-    (one graph, dynamic sizes): results and, for a differentiable op, the gradients of its
-    floating dense inputs equal eager's."""
+    """As shared_build.battery says, over samples of one structure: one graph, dynamic sizes."""
     import torch
 
     torch._dynamo.reset()

@@ -102,9 +102,8 @@ def check_cxx(env: Mapping[str, str], torch_version: str | None) -> Finding:
     standard = cxx_standard(torch_version)
     name = compiler_version(compiler.command)
     probe = "#include <version>\nint main() { return 0; }\n"
-    result = _run(
-        [*compiler.command.split(), f"-std={standard}", "-x", "c++", "-fsyntax-only", "-"], probe
-    )
+    command = [*compiler.command.split(), f"-std={standard}", "-x", "c++", "-fsyntax-only", "-"]
+    result = _run(command, probe)
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["it failed"])[0]
         text = (
@@ -179,9 +178,8 @@ def pick_cxx(env: Mapping[str, str]) -> tuple[str | None, list[tuple[str, Findin
     tried = []
     for name in cxx_candidates(env):
         program, *rest = name.split()
-        command = " ".join(
-            [shutil.which(program, path=env.get("PATH", os.defpath)) or program, *rest]
-        )
+        found = shutil.which(program, path=env.get("PATH", os.defpath)) or program
+        command = " ".join([found, *rest])
         finding = check_cxx_runtime({**env, "CXX": command})
         tried.append((name, finding))
         if finding is not None and finding.status == "ok":

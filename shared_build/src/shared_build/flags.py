@@ -111,13 +111,10 @@ def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Fl
         # .cu object (our kernels emit no NVTX ranges).
         for key in args:
             args[key] += ["-isystem", str(GLIBC_COMPAT_DIR), "-DNVTX_DISABLE"]
+    torch_dirs = cpp_extension.include_paths("cuda" if cuda.enabled else "cpu")
+    external = [d for d in include_dirs if d not in ours]  # CUDA's, OpenCV's ...
     args["cxx"] += warning_args(
-        knobs.werror,
-        [
-            *cpp_extension.include_paths("cuda" if cuda.enabled else "cpu"),
-            sysconfig.get_path("include"),
-            *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
-        ],
+        knobs.werror, [*torch_dirs, sysconfig.get_path("include"), *external]
     )
     macros = list(options.define_macros)
     if facts.stable_target is not None:

@@ -106,13 +106,10 @@ def read_config(root: Path) -> PackageConfig:
             f"{', '.join(sorted(allowed))}"
         )
     compile_args = table.get("extra_compile_args", {})
-    if not (
-        isinstance(compile_args, dict)
-        and set(compile_args) <= {"cxx", "nvcc"}
-        and all(
-            isinstance(args, list) and all(isinstance(a, str) for a in args)
-            for args in compile_args.values()
-        )
+    keyed = isinstance(compile_args, dict) and set(compile_args) <= {"cxx", "nvcc"}
+    if not keyed or not all(
+        isinstance(args, list) and all(isinstance(a, str) for a in args)
+        for args in compile_args.values()
     ):
         raise BuildError(
             f"[tool.shared_build] extra_compile_args = {compile_args!r} in {pyproject}; use a "
@@ -120,6 +117,7 @@ def read_config(root: Path) -> PackageConfig:
             '{ cxx = ["-ffp-contract=off"] }'
         )
     build_requires = data.get("build-system", {}).get("requires", [])
+    setuptools = next((r for r in build_requires if _requirement_name(r) == "setuptools"), None)
     return PackageConfig(
         root=root,
         name=name,
@@ -132,9 +130,7 @@ def read_config(root: Path) -> PackageConfig:
         dynamic_dependencies=dynamic_dependencies,
         dependencies=list(dependencies),
         extra=table,
-        setuptools_requirement=next(
-            (r for r in build_requires if _requirement_name(r) == "setuptools"), None
-        ),
+        setuptools_requirement=setuptools,
     )
 
 

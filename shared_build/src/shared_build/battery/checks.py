@@ -414,29 +414,27 @@ def check_bad(op: OpTest, device: str, dtype: Any) -> None:
 
 
 def check_threads(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
     sample = max(
         _samples(op, device, dtype), key=lambda s: sum(t.numel() for t in _tensors(s.args))
     )
     args = _detach(sample.args)
     expected = _tensors(op.op(*args, **sample.kwargs))
-    results: list[Any] = [None] * 8
     start = threading.Barrier(8)
 
-    def worker(i: int) -> None:
-        try:
-            start.wait()
-            for _ in range(5):
-                results[i] = _tensors(op.op(*args, **sample.kwargs))
-        except BaseException as error:  # reported below, with the thread's number
-            results[i] = error
+    def worker() -> list[Any]:
+        start.wait()
+        for _ in range(5):
+            got = _tensors(op.op(*args, **sample.kwargs))
+        return got
 
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(worker, range(8)))
-    import torch
-
+        futures = [pool.submit(worker) for _ in range(8)]
     what = f"{op.name}({sample.name})"
-    for i, got in enumerate(results):
-        assert not isinstance(got, BaseException), f"thread {i}: {got!r}"
+    for i, future in enumerate(futures):
+        assert future.exception() is None, f"thread {i}: {future.exception()!r}"
+        got = future.result()
         if device in op.nondeterministic:
             _close(got, expected, _tolerance(op, dtype), f"{what}: thread {i}")
             continue

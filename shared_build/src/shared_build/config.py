@@ -65,8 +65,7 @@ def read_config(root: Path) -> PackageConfig:
         raise BuildError(f"{root} has no pyproject.toml; run setup.py from the package folder")
     data = _load_toml(pyproject)
     project = data.get("project", {})
-    name = project.get("name")
-    if not name:
+    if not (name := project.get("name")):
         raise BuildError(f"{pyproject} has no [project] name")
     table = dict(data.get("tool", {}).get("shared_build", {}))
     has_cu = any((root / "csrc").rglob("*.cu")) if (root / "csrc").is_dir() else False
@@ -98,8 +97,7 @@ def read_config(root: Path) -> PackageConfig:
             'dynamic = ["dependencies"]; list them in [project] dependencies instead'
         )
     allowed = {*_OPTION_LISTS, "define_macros", "extra_compile_args"}
-    unknown = set(table) - allowed
-    if unknown:
+    if unknown := set(table) - allowed:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
             f"abi, cuda, dependencies, module, python_module, limited_api, "
@@ -203,8 +201,7 @@ def build_root(env: Mapping[str, str], package: str) -> Path:
     """The out-of-tree folder for the package's build folders and its egg-info:
     SHARED_BUILD_DIR/<package> when set (kept, for incremental builds), else a temporary
     folder removed when this process ends, built or failed."""
-    chosen = env.get("SHARED_BUILD_DIR", "").strip()
-    if chosen:
+    if chosen := env.get("SHARED_BUILD_DIR", "").strip():
         root = Path(chosen).resolve() / package
         root.mkdir(parents=True, exist_ok=True)
         return root

@@ -140,8 +140,7 @@ def nvcc_home(nvcc: str, run_nvcc: Callable[..., str] = _run_nvcc) -> str:
     """The toolkit folder of an nvcc, through wrapper scripts and links: nvcc itself says
     where it runs from (``_HERE_`` in ``--dryrun`` output)."""
     out = run_nvcc(nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull)
-    match = re.search(r"^#\$ _HERE_=(.+)$", out, re.MULTILINE)
-    if match:
+    if match := re.search(r"^#\$ _HERE_=(.+)$", out, re.MULTILINE):
         return os.path.dirname(match.group(1).strip())
     return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
 
@@ -207,8 +206,7 @@ def select_toolkit(
         return parse_nvcc_version(run_nvcc(nvcc, "--version"))
 
     for name in ("CUDA_HOME", "CUDA_PATH"):
-        root = env.get(name, "").strip()
-        if not root:
+        if not (root := env.get(name, "").strip()):
             continue
         nvcc = os.path.join(root, "bin", "nvcc")
         if not is_file(nvcc):
@@ -330,8 +328,7 @@ def resolve_include_dirs(toolkit: CudaToolkit, site_dirs: Iterable[str]) -> list
         )
     ]
     extra = list(dict.fromkeys(i for i in includes if missing_headers([i], missing) != missing))
-    still = missing_headers([toolkit.include_dir, *extra], missing)
-    if still:
+    if still := missing_headers([toolkit.include_dir, *extra], missing):
         raise BuildError(
             f"the CUDA toolkit at {toolkit.root} lacks {', '.join(still)}, which torch's "
             "CUDA headers include, and no NVIDIA pip package provides them; install the "
@@ -420,8 +417,7 @@ def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     if not decide_cuda(mode, package.cuda, facts.cuda, toolkit, package.name):
         return CudaBuild()
     assert chosen is not None and toolkit is not None and facts.cuda is not None
-    warning = minor_mismatch_warning(toolkit, facts.cuda)
-    if warning:
+    if warning := minor_mismatch_warning(toolkit, facts.cuda):
         log(f"warning: {warning}")
     from torch.utils import cpp_extension
 

@@ -340,8 +340,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
     findings = diagnose(env)
     for finding in findings:
         print(finding.line())
-    blockers = [f for f in findings if f.status == "fail"]
-    if blockers:
+    if blockers := [f for f in findings if f.status == "fail"]:
         print(f"{len(blockers)} blocker(s): fix the FAIL lines above before building")
         return 1
     print("nothing blocks a build")

@@ -110,8 +110,7 @@ def _loads_here(info: dict[str, Any]) -> str:
 
 def _commit_text(info: dict[str, object]) -> str:
     """The commit the build came from, and whether its tree had uncommitted changes."""
-    commit = info.get("git_commit")
-    if not commit:
+    if not (commit := info.get("git_commit")):
         return "not recorded (built outside a git checkout, e.g. from an sdist)"
     dirty = info.get("git_dirty")
     state = {True: "with uncommitted changes", False: "clean tree"}.get(dirty, "tree state unknown")

@@ -56,8 +56,7 @@ def sanitizers(env: Mapping[str, str]) -> tuple[str, ...]:
     """SANITIZE=address,undefined (or one of them): the sanitizers to compile in, sorted."""
     raw = env.get("SANITIZE", "")
     names = sorted({name.strip().lower() for name in raw.split(",") if name.strip()})
-    unknown = [name for name in names if name not in SANITIZERS]
-    if unknown:
+    if unknown := [name for name in names if name not in SANITIZERS]:
         raise BuildError(
             f"SANITIZE={raw!r} names {', '.join(unknown)}; use a comma-separated subset of "
             f"{','.join(SANITIZERS)}, e.g. SANITIZE=address,undefined"

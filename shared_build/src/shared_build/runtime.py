@@ -58,8 +58,7 @@ def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | 
         same_release = built == torch_version
     if not same_release:
         return f"{package} was built against torch {built} but torch {torch_version} is installed"
-    built_cuda = info.get("cuda")
-    if built_cuda:
+    if built_cuda := info.get("cuda"):
         if torch_cuda is None:
             return (
                 f"{package} was built with CUDA {built_cuda} kernels but the installed "
@@ -122,8 +121,7 @@ def rebuild_command(info: dict[str, Any]) -> str:
     source = info.get("source_dir")
     if source and os.path.isdir(source):
         return f"{command} {source}"
-    installed_from = _installed_from(package)
-    if installed_from:
+    if installed_from := _installed_from(package):
         return f"{command} {installed_from}"
     return (
         f"pip install {package} -f <the wheelhouse folder of your torch> (its wheels are built "

@@ -72,8 +72,7 @@ def import_torch(package: str) -> Any:
 
 def require_ninja(env: dict[str, str]) -> str:
     """Find ninja, adding the pip ninja package's folder to PATH when it is not on it."""
-    found = shutil.which("ninja", path=env.get("PATH"))
-    if found:
+    if found := shutil.which("ninja", path=env.get("PATH")):
         return found
     candidates = [os.path.dirname(sys.executable)]
     try:
@@ -83,8 +82,7 @@ def require_ninja(env: dict[str, str]) -> str:
     except (ImportError, AttributeError):
         pass
     for folder in candidates:
-        path = shutil.which("ninja", path=folder)
-        if path:
+        if path := shutil.which("ninja", path=folder):
             env["PATH"] = folder + os.pathsep + env.get("PATH", "")
             return path
     raise BuildError(

@@ -69,8 +69,7 @@ def git_provenance(source: Path) -> dict[str, Any]:
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
-    commit = git("rev-parse", "HEAD")
-    if not commit:
+    if not (commit := git("rev-parse", "HEAD")):
         return {"git_commit": None, "git_dirty": None}
     changed = git("status", "--porcelain", "--untracked-files=no")
     # The pathspec "." is the package's folder: git -C runs there.

@@ -36,12 +36,10 @@ def collect_sources(root: Path, with_cuda: bool) -> list[str]:
     sources = [p for p in found if p.suffix in (".cpp", ".cu") and (with_cuda or not _is_cuda(p))]
     objects: dict[Path, Path] = {}
     for path in sources:
-        obj = path.with_suffix("")
-        if obj in objects:
+        if (other := objects.setdefault(path.with_suffix(""), path)) != path:
             raise BuildError(
-                f"{objects[obj]} and {path} would both compile to {obj.name}.o; rename one of them"
+                f"{other} and {path} would both compile to {path.stem}.o; rename one of them"
             )
-        objects[obj] = path
     if not sources:
         raise BuildError(f"{csrc} has no .cpp or .cu sources")
     return [str(p) for p in sources]

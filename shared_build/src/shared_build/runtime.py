@@ -1,8 +1,6 @@
-"""What this package was built against, and the check its ``__init__`` runs at import.
-
-shared_build copies this file into every package it builds as ``_build_info.py``, with
-``BUILD_INFO`` filled in: under another torch the package fails in one sentence naming both
-versions and the command that rebuilds it, not with an undefined-symbol traceback.
+"""What this package was built against, and the check its ``__init__`` runs at import: under
+another torch it fails in one sentence naming both versions and the command that rebuilds
+it, not with an undefined-symbol traceback. Copied into each package as ``_build_info.py``.
 """
 
 from __future__ import annotations
@@ -134,8 +132,7 @@ def check_compatible(info: dict[str, Any] | None = None) -> None:
     import torch
 
     info = BUILD_INFO if info is None else info
-    problem = incompatibility(info, torch.__version__, torch.version.cuda)
-    if problem is not None:
+    if (problem := incompatibility(info, torch.__version__, torch.version.cuda)) is not None:
         if info.get("abi") == "stable":
             target = info.get("torch_target") or info.get("torch")
             raise ImportError(f"{problem}; upgrade torch with: pip install 'torch>={target}'")

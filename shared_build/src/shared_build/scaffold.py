@@ -58,8 +58,7 @@ def check_name(name: str, packages_dir: Path) -> None:
         raise BuildError(f"{packages_dir / name} exists already; choose another name")
     if name in RESERVED:
         raise BuildError(f"{name!r} is {RESERVED[name]}; choose another name")
-    spec = importlib.util.find_spec(name)
-    if spec is not None:
+    if (spec := importlib.util.find_spec(name)) is not None:
         where = spec.origin if spec.origin not in (None, "built-in", "frozen") else "built in"
         raise BuildError(
             f"{name!r} is the name of a module Python imports here already ({where}): a "

@@ -62,8 +62,7 @@ def python_arguments(
         "cmdclass": {"sdist": make_sdist(config.root)},
         "options": {"egg_info": {"egg_base": str(base / "egg-info")}},
     }
-    requirements = runtime_requirements(config, env, torch_version)
-    if requirements is not None:
+    if (requirements := runtime_requirements(config, env, torch_version)) is not None:
         kwargs["install_requires"] = requirements
     return kwargs
 

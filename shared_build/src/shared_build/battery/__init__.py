@@ -160,11 +160,9 @@ def _applies(op: OpTest, check: str) -> bool:
 def _cases(op: OpTest) -> list[Any]:
     unknown = set(op.skip) - set(CHECKS)
     assert not unknown, f"{op.name} skips checks the battery does not have: {sorted(unknown)}"
+    devices = {"cuda_vs_cpu": ["cuda"], "fuzz": ["cpu"], "memory": ["cpu"], "bad": ["cpu"]}
     cases = []
-    for check in CHECKS:
-        if not _applies(op, check):
-            continue
-        devices = {"cuda_vs_cpu": ["cuda"], "fuzz": ["cpu"], "memory": ["cpu"], "bad": ["cpu"]}
+    for check in (c for c in CHECKS if _applies(op, c)):
         for device in devices.get(check, op.devices):
             for dtype in _dtypes(op, check):
                 marks = [pytest.mark.cuda] if device == "cuda" or check == "cuda_vs_cpu" else []

@@ -146,9 +146,7 @@ def check_setuptools(
     --no-build-isolation builds with the one installed) and, when ``building``, can build a
     wheel."""
     if version is None:
-        import setuptools
-
-        version = setuptools.__version__
+        from setuptools import __version__ as version
     if requirement is not None and not Requirement(requirement).specifier.contains(
         version, prereleases=True
     ):

@@ -309,13 +309,10 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
     except ImportError:
         setuptools_version = None
     findings = [check_python(), check_setuptools(setuptools_version), check_torch(torch)]
-    torch_version = torch.__version__ if torch is not None else None
-    findings.append(check_cxx(env, torch_version))
+    findings.append(check_cxx(env, torch.__version__ if torch is not None else None))
     runtime = check_cxx_runtime(env)
-    if runtime and runtime.status != "ok":
-        better, _ = pick_cxx(env)
-        if better:
-            runtime = replace(runtime, text=f"{runtime.text}; here CXX={better} does")
+    if runtime and runtime.status != "ok" and (better := pick_cxx(env)[0]):
+        runtime = replace(runtime, text=f"{runtime.text}; here CXX={better} does")
     if runtime:
         findings.append(runtime)
     findings.append(check_ninja(env))
@@ -328,10 +325,10 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
             findings.append(nvcc)
             if toolkit:
                 findings.append(check_arch_list(env, toolkit, torch))
-    findings.append(
-        check_max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), toolkit is not None)
+    jobs = check_max_jobs(
+        env, knobs.cpu_count(), knobs.available_memory_bytes(), toolkit is not None
     )
-    findings += [check_opencv(), check_cache(env)]
+    findings += [jobs, check_opencv(), check_cache(env)]
     return findings
 
 

@@ -67,8 +67,7 @@ def sanitizers(env: Mapping[str, str]) -> tuple[str, ...]:
 def loads_shared_libstdcxx(library: str) -> bool | None:
     """Whether the ELF shared object ``library`` itself needs libstdc++.so.6 (else it
     carries a copy of its own); None without readelf or for no ELF file."""
-    readelf = shutil.which("readelf")
-    if readelf is None:
+    if (readelf := shutil.which("readelf")) is None:
         return None
     try:
         dynamic = subprocess.run(

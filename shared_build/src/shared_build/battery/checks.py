@@ -461,14 +461,13 @@ def check_memory(op: OpTest, device: str, dtype: Any) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for _ in range(2000):
-            op.fn(*sample.args, **sample.kwargs)
-        gc.collect()
-        before = rss()
-        for _ in range(20000):
-            op.fn(*sample.args, **sample.kwargs)
-        gc.collect()
-        grown = rss() - before
+        sizes = []
+        for calls in (2000, 20000):
+            for _ in range(calls):
+                op.fn(*sample.args, **sample.kwargs)
+            gc.collect()
+            sizes.append(rss())
+        grown = sizes[1] - sizes[0]
     finally:
         torch.set_num_threads(threads)
     assert grown < 4 << 20, (

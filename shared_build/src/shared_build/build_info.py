@@ -1,7 +1,6 @@
 """What a built package records about its build: ``_build_info.py``, a copy of runtime.py
 (the check a package's ``__init__`` runs at import) with ``build_info``'s record filled in.
-build_ext (commands.py) writes it beside each built module; ``shared-build info`` reads it.
-"""
+build_ext (commands.py) writes it beside each built module; ``shared-build info`` reads it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Step 6 of a build, the setuptools commands: an sdist that builds alone, and torch's
 BuildExtension that also removes stale builds of the module, refuses a library with its own
-C++ runtime, and writes ``_build_info.py``.
-"""
+C++ runtime, and writes ``_build_info.py``."""
 
 from __future__ import annotations
 

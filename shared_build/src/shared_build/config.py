@@ -1,6 +1,5 @@
 """Step 1 of a build: what is asked for (pyproject.toml, setup.py's overrides, the knobs),
-read and checked before torch is imported; no later step reads them again.
-"""
+read and checked before torch is imported; no later step reads them again."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Step 3 of a build (``resolve_cuda``): whether to build device code, which toolkit,
 headers and GPUs. Its parts take what they look at as arguments, so each decision is
-unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too.
-"""
+unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too."""
 
 from __future__ import annotations
 
@@ -157,8 +156,7 @@ class Candidate:
 def evaluate(toolkit: CudaToolkit, torch_cuda: str, site_dirs: Iterable[str]) -> Candidate:
     """Whether toolkit can compile torch's CUDA headers, decided before any compile: its
     major version must be torch's, and its major.minor that of the cuda_runtime_api.h it
-    finds first (its own, else NVIDIA's pip packages'), or CCCL's cuda_toolkit.h #errors.
-    """
+    finds first (its own, else NVIDIA's pip packages'), or CCCL's cuda_toolkit.h #errors."""
     major = Version(torch_cuda).major
     if toolkit.version.major != major:
         problem = f"its CUDA {toolkit.version} is not torch's major version {major}"
@@ -198,8 +196,7 @@ def select_toolkit(
     """The compiler for a build against a torch built with CUDA torch_cuda: CUDA_HOME (or
     CUDA_PATH) when set, which must fit; else the first that fits of the environment's pip
     compiler (given a CUDA_HOME-shaped folder at cuda_home_dir), /usr/local/cuda and nvcc on
-    PATH. None when there is no nvcc; a BuildError with the pip command when none fits.
-    """
+    PATH. None when there is no nvcc; a BuildError with the pip command when none fits."""
     command = pip_compiler_command(torch_cuda)
 
     def version_of(nvcc: str) -> Version:

@@ -1,8 +1,7 @@
 """``python -m shared_build doctor``: what this machine can build, one line per fact.
 
 Each check asks the build step that decides it, or takes what it looks at as arguments so
-the tests feed it broken setups; a blocker is the sentence the build would stop at.
-"""
+the tests feed it broken setups; a blocker is the sentence the build would stop at."""
 
 from __future__ import annotations
 

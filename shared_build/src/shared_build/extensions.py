@@ -1,6 +1,5 @@
 """Step 5 of a build: the extensions setuptools compiles, from the package, the CudaBuild
-and the Flags (``make_extensions``).
-"""
+and the Flags (``make_extensions``)."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ def make_extensions(
     """The extensions, <name>.<module> (a CUDAExtension when it compiles CUDA), and the
     name of the CUDA library (None without one): a stable-ABI build puts its CUDA sources
     into <module>_cuda, loaded only under a CUDA torch. WITH_CUDA is defined where CUDA is
-    compiled; USE_CUDA too in that library (the C shim declares its CUDA API under it).
-    """
+    compiled; USE_CUDA too in that library (the C shim declares its CUDA API under it)."""
     from torch.utils import cpp_extension
 
     def compile_args() -> dict[str, list[str]]:

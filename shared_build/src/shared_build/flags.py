@@ -38,8 +38,7 @@ def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
 def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
     """-Wall -Wextra -Werror for the package's own sources, under WERROR=1; -isystem makes
     the headers of torch, Python and external libraries system headers, whose warnings GCC
-    and Clang do not report (a folder given with both -I and -isystem is a system folder).
-    """
+    and Clang do not report (a folder given with both -I and -isystem is a system folder)."""
     system = [arg for folder in system_include_dirs for arg in ("-isystem", folder)]
     return ["-Wall", "-Wextra", "-Werror", *system] if werror else []
 

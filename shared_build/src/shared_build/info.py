@@ -1,8 +1,7 @@
 """``python -m shared_build info PACKAGE``: what an installed package was built with.
 
 Reads the package's ``_build_info.py`` by path, without importing the package, so that it
-also answers for a package that refuses to import under the torch installed now.
-"""
+also answers for a package that refuses to import under the torch installed now."""
 
 from __future__ import annotations
 

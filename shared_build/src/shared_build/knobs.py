@@ -1,6 +1,5 @@
 """Step 1 of a build (with config.py): ``read_knobs`` parses the environment variables
-that steer it, once, before torch is imported (those of one step only are read there).
-"""
+that steer it, once, before torch is imported (those of one step only are read there)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """What this package was built against, and the check its ``__init__`` runs at import: under
 another torch it fails in one sentence naming both versions and the command that rebuilds
-it, not with an undefined-symbol traceback. Copied into each package as ``_build_info.py``.
-"""
+it, not with an undefined-symbol traceback. Copied into each package as ``_build_info.py``."""
 
 from __future__ import annotations
 
@@ -86,8 +85,7 @@ def sanitizer_problem(info: dict[str, Any], asan_loaded: bool) -> str | None:
 
 def _installed_from(package: str) -> str | None:
     """Where pip installed the package from, if that can be built again: a source folder, an
-    sdist or a URL from the install's direct_url.json (PEP 610); None for a wheel or an index.
-    """
+    sdist or a URL from the install's direct_url.json (PEP 610); None for a wheel or an index."""
     import json
     from importlib import metadata
     from urllib.parse import unquote, urlparse
@@ -168,8 +166,7 @@ _RAISING_CUDA_KERNELS: list[Any] = []  # their Libraries: one unregisters when c
 def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) -> str | None:
     """Load a stable-ABI package's CUDA library under a CUDA torch; None when it loaded or
     there is nothing to load. Else the package still runs on the CPU, and the namespace's
-    ops get CUDA kernels that raise one sentence (why, what to install), which is returned.
-    """
+    ops get CUDA kernels that raise one sentence (why, what to install), which is returned."""
     import torch
 
     name = info.get("cuda_library")

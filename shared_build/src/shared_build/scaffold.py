@@ -1,8 +1,7 @@
 """``python -m shared_build new NAME``: a working op package in every slot of the layout.
 
 The templates hold one small op, ``mul_add(x, y, z) = x * y + z``, in every slot (see the
-README): templates/op for the full ABI, templates/op_stable for the stable one.
-"""
+README): templates/op for the full ABI, templates/op_stable for the stable one."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Step 6 of a build: the arguments of ``setuptools.setup()``, for a build
-(``setup_arguments``, which also logs the decisions in one line) or for metadata only.
-"""
+(``setup_arguments``, which also logs the decisions in one line) or for metadata only."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """``setup_kwargs``: everything a package's ``setup()`` needs, from one call that runs the
-build steps (config -> torch_facts -> cuda -> flags -> extensions -> setup_args).
-"""
+build steps (config -> torch_facts -> cuda -> flags -> extensions -> setup_args)."""
 
 from __future__ import annotations
 

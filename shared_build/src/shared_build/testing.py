@@ -1,7 +1,6 @@
 """The pytest plugin (pytest11 entry point) every package's suite runs under, from a checkout
 as from its sdist: the ``cuda``, ``slow`` and ``once`` markers and their skips, helpers the
-packages' CUDA tests share, and ``file_scope`` for the repository's pytest-xdist scheduler.
-"""
+packages' CUDA tests share, and ``file_scope`` for the repository's pytest-xdist scheduler."""
 
 from __future__ import annotations
 

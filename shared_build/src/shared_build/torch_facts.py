@@ -1,6 +1,5 @@
 """Step 2 of a build (``torch_facts``): torch's version, CUDA, GPUs, OpenMP and
-site-packages, the stable-ABI target and ninja; the later steps ask it instead of torch.
-"""
+site-packages, the stable-ABI target and ninja; the later steps ask it instead of torch."""
 
 from __future__ import annotations
 

@@ -30,8 +30,7 @@ Each check runs every sample of its device and dtype; a failure names the sample
 - ``properties``: hypothesis draws samples (``properties``) and checks them against the
   reference, at least 200 examples;
 - ``threads``: eight threads calling the op get the serial results;
-- ``memory`` (slow): RSS stays flat over 20,000 calls.
-"""
+- ``memory`` (slow): RSS stays flat over 20,000 calls."""
 
 from __future__ import annotations
 
@@ -85,8 +84,7 @@ class OpTest:
     ``fn`` is what users call (the package's Python wrapper); ``op`` the registered overload
     (``torch.ops.<ns>.<name>.default``) that opcheck, export and the fuzzer call. ``samples``
     returns good calls on a device in a dtype (any number; float64 ones serve gradcheck).
-    ``reference`` takes the same arguments and computes the result in plain PyTorch.
-    """
+    ``reference`` takes the same arguments and computes the result in plain PyTorch."""
 
     name: str
     fn: Callable[..., Any]

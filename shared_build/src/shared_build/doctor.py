@@ -88,9 +88,7 @@ def cxx_standard(torch_version: str | None) -> str:
     """The C++ standard torch's headers need: C++20 from torch 2.13 on, C++17 before."""
     from packaging.version import Version
 
-    if torch_version and Version(torch_version).release[:2] < (2, 13):
-        return "c++17"
-    return "c++20"
+    return "c++17" if torch_version and Version(torch_version).release[:2] < (2, 13) else "c++20"
 
 
 def check_cxx(env: Mapping[str, str], torch_version: str | None) -> Finding:

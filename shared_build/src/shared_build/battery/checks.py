@@ -282,9 +282,7 @@ def check_compile(op: OpTest, device: str, dtype: Any) -> None:
         ]
         if not (pairs and leaves):
             continue
-        seeds = [
-            torch.randn(g.shape, dtype=torch.float64, device=g.device).to(g.dtype) for g, _ in pairs
-        ]
+        seeds = [torch.randn_like(g, dtype=torch.float64).to(g.dtype) for g, _ in pairs]
         grads = torch.autograd.grad([g for g, _ in pairs], leaves, seeds, allow_unused=True)
         want = torch.autograd.grad([e for _, e in pairs], leaves, seeds, allow_unused=True)
         for i, (g, w) in enumerate(zip(grads, want, strict=True)):

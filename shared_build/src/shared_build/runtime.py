@@ -228,7 +228,8 @@ def unstable_symbols(library: str) -> list[str]:
     import re
     import subprocess
 
-    mangled = "\n".join(n.split("@")[0] for n in _undefined_symbols(library).split())
+    names = _undefined_symbols(library).split()
+    mangled = "\n".join(n.split("@")[0] for n in names if n.startswith("_Z"))
     demangled = subprocess.run(
         ["c++filt"], input=mangled, capture_output=True, text=True, check=True
     ).stdout.splitlines()

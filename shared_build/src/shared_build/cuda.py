@@ -169,7 +169,7 @@ def evaluate(toolkit: CudaToolkit, torch_cuda: str, site_dirs: Iterable[str]) ->
     # The CUDA version of the first cuda_runtime_api.h the compile finds.
     headers = [os.path.join(d, "cuda_runtime_api.h") for d in (*extra, toolkit.include_dir)]
     header = next((h for h in headers if os.path.isfile(h)), None)
-    found = parse_cudart_version(Path(header).read_text(errors="replace")) if header else None
+    found = parse_cudart_version(Path(header).read_text("utf-8", "replace")) if header else None
     ours = (toolkit.version.major, toolkit.version.minor)
     problem = None
     if ours[0] >= 13 and not os.path.isfile(cccl):

@@ -4,8 +4,7 @@
     setup(**setup_kwargs(here))
 
 The knobs (USE_CUDA, TORCH_CUDA_ARCH_LIST, MAX_JOBS, DEBUG ...) are environment variables;
-the README lists them with their defaults.
-"""
+the README lists them with their defaults."""
 
 from .cuda import DEFAULT_ARCH_LIST
 from .errors import BuildError

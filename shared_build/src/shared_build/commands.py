@@ -1,7 +1,6 @@
 """Step 6 of a build, the setuptools commands: an sdist that builds alone, and torch's
 BuildExtension that also removes stale builds of the module, refuses a library with its own
-C++ runtime, and writes ``_build_info.py``.
-"""
+C++ runtime, and writes ``_build_info.py``."""
 
 from __future__ import annotations
 
@@ -52,11 +51,8 @@ def remove_stale_modules(target: str | os.PathLike[str]) -> list[Path]:
     stem = target.name.split(".", 1)[0]
     removed = [
         path
-        for path in (target.parent.iterdir() if target.parent.is_dir() else ())
-        if path.name != target.name
-        and path.name.startswith(stem + ".")
-        and path.name.endswith((".so", ".pyd", ".dylib"))
-        and path.is_file()
+        for path in target.parent.glob(f"{stem}.*")
+        if path.name != target.name and path.suffix in (".so", ".pyd", ".dylib") and path.is_file()
     ]
     for path in removed:
         path.unlink()

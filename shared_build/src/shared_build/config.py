@@ -1,6 +1,5 @@
 """Step 1 of a build: what is asked for (pyproject.toml, setup.py's overrides, the knobs),
-read and checked before torch is imported; no later step reads them again.
-"""
+read and checked before torch is imported; no later step reads them again."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def read_config(root: Path) -> PackageConfig:
         raise BuildError(f"{root} has no pyproject.toml; run setup.py from the package folder")
     data = _load_toml(pyproject)
     project = data.get("project", {})
-    name = project.get("name")
-    if not name:
+    if not (name := project.get("name")):
         raise BuildError(f"{pyproject} has no [project] name")
     table = dict(data.get("tool", {}).get("shared_build", {}))
     has_cu = any((root / "csrc").rglob("*.cu")) if (root / "csrc").is_dir() else False
@@ -98,21 +96,17 @@ def read_config(root: Path) -> PackageConfig:
             'dynamic = ["dependencies"]; list them in [project] dependencies instead'
         )
     allowed = {*_OPTION_LISTS, "define_macros", "extra_compile_args"}
-    unknown = set(table) - allowed
-    if unknown:
+    if unknown := set(table) - allowed:
         raise BuildError(
             f"[tool.shared_build] in {pyproject} has unknown keys {sorted(unknown)}; known: "
             f"abi, cuda, dependencies, module, python_module, limited_api, "
             f"{', '.join(sorted(allowed))}"
         )
     compile_args = table.get("extra_compile_args", {})
-    if not (
-        isinstance(compile_args, dict)
-        and set(compile_args) <= {"cxx", "nvcc"}
-        and all(
-            isinstance(args, list) and all(isinstance(a, str) for a in args)
-            for args in compile_args.values()
-        )
+    keyed = isinstance(compile_args, dict) and set(compile_args) <= {"cxx", "nvcc"}
+    if not keyed or not all(
+        isinstance(args, list) and all(isinstance(a, str) for a in args)
+        for args in compile_args.values()
     ):
         raise BuildError(
             f"[tool.shared_build] extra_compile_args = {compile_args!r} in {pyproject}; use a "
@@ -120,6 +114,7 @@ def read_config(root: Path) -> PackageConfig:
             '{ cxx = ["-ffp-contract=off"] }'
         )
     build_requires = data.get("build-system", {}).get("requires", [])
+    setuptools = next((r for r in build_requires if _requirement_name(r) == "setuptools"), None)
     return PackageConfig(
         root=root,
         name=name,
@@ -132,9 +127,7 @@ def read_config(root: Path) -> PackageConfig:
         dynamic_dependencies=dynamic_dependencies,
         dependencies=list(dependencies),
         extra=table,
-        setuptools_requirement=next(
-            (r for r in build_requires if _requirement_name(r) == "setuptools"), None
-        ),
+        setuptools_requirement=setuptools,
     )
 
 
@@ -152,9 +145,7 @@ def check_setuptools(
     --no-build-isolation builds with the one installed) and, when ``building``, can build a
     wheel."""
     if version is None:
-        import setuptools
-
-        version = setuptools.__version__
+        from setuptools import __version__ as version
     if requirement is not None and not Requirement(requirement).specifier.contains(
         version, prereleases=True
     ):
@@ -207,8 +198,7 @@ def build_root(env: Mapping[str, str], package: str) -> Path:
     """The out-of-tree folder for the package's build folders and its egg-info:
     SHARED_BUILD_DIR/<package> when set (kept, for incremental builds), else a temporary
     folder removed when this process ends, built or failed."""
-    chosen = env.get("SHARED_BUILD_DIR", "").strip()
-    if chosen:
+    if chosen := env.get("SHARED_BUILD_DIR", "").strip():
         root = Path(chosen).resolve() / package
         root.mkdir(parents=True, exist_ok=True)
         return root

@@ -1,7 +1,6 @@
 """Step 3 of a build (``resolve_cuda``): whether to build device code, which toolkit,
 headers and GPUs. Its parts take what they look at as arguments, so each decision is
-unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too.
-"""
+unit-tested without a toolkit or a GPU; ``shared-build doctor`` asks them too."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -71,16 +71,6 @@ def parse_cudart_version(text: str) -> Version | None:
     return Version(f"{number // 1000}.{number % 1000 // 10}")
 
 
-def header_cuda_version(include_dirs: Sequence[str]) -> Version | None:
-    """The CUDA version of the first cuda_runtime_api.h in include_dirs (search order)."""
-    for folder in include_dirs:
-        path = os.path.join(folder, "cuda_runtime_api.h")
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return parse_cudart_version(handle.read())
-    return None
-
-
 def pip_compiler_requirements(torch_cuda: str) -> list[str]:
     """NVIDIA's pip packages that put an nvcc matching torch's CUDA into an environment.
     crt and nvvm are pinned with nvcc: the newest nvvm's PTX is "Unsupported .version" to an
@@ -106,13 +96,13 @@ def pip_nvcc_dirs(
 ) -> list[str]:
     """The nvidia/cuXX (CUDA 13 wheels) or nvidia/cuda_nvcc (CUDA 12 wheels) folders holding
     a pip-installed bin/nvcc, under the given site-packages folders."""
-    found = []
-    for site_dir in site_dirs:
-        for pattern in ("cu[0-9]*", "cuda_nvcc"):
-            for folder in sorted(glob.glob(os.path.join(site_dir, "nvidia", pattern))):
-                if is_file(os.path.join(folder, "bin", "nvcc")) and folder not in found:
-                    found.append(folder)
-    return found
+    folders = [
+        folder
+        for site_dir in site_dirs
+        for pattern in ("cu[0-9]*", "cuda_nvcc")
+        for folder in sorted(glob.glob(os.path.join(site_dir, "nvidia", pattern)))
+    ]
+    return list(dict.fromkeys(f for f in folders if is_file(os.path.join(f, "bin", "nvcc"))))
 
 
 def make_cuda_home(pip_dir: str, destination: str) -> str:
@@ -139,21 +129,17 @@ def make_cuda_home(pip_dir: str, destination: str) -> str:
 
 
 def _link(target: str, link: str) -> None:
-    if os.path.islink(link):
-        if os.readlink(link) == target:
-            return
+    if os.path.islink(link) and os.readlink(link) != target:
         os.unlink(link)
-    elif os.path.exists(link):
-        return
-    os.symlink(target, link)
+    if not os.path.lexists(link):
+        os.symlink(target, link)
 
 
 def nvcc_home(nvcc: str, run_nvcc: Callable[..., str] = _run_nvcc) -> str:
     """The toolkit folder of an nvcc, through wrapper scripts and links: nvcc itself says
     where it runs from (``_HERE_`` in ``--dryrun`` output)."""
     out = run_nvcc(nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull)
-    match = re.search(r"^#\$ _HERE_=(.+)$", out, re.MULTILINE)
-    if match:
+    if match := re.search(r"^#\$ _HERE_=(.+)$", out, re.MULTILINE):
         return os.path.dirname(match.group(1).strip())
     return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
 
@@ -170,19 +156,20 @@ class Candidate:
 def evaluate(toolkit: CudaToolkit, torch_cuda: str, site_dirs: Iterable[str]) -> Candidate:
     """Whether toolkit can compile torch's CUDA headers, decided before any compile: its
     major version must be torch's, and its major.minor that of the cuda_runtime_api.h it
-    finds first (its own, else NVIDIA's pip packages'), or CCCL's cuda_toolkit.h #errors.
-    """
+    finds first (its own, else NVIDIA's pip packages'), or CCCL's cuda_toolkit.h #errors."""
     major = Version(torch_cuda).major
     if toolkit.version.major != major:
-        return Candidate(
-            toolkit, problem=f"its CUDA {toolkit.version} is not torch's major version {major}"
-        )
+        problem = f"its CUDA {toolkit.version} is not torch's major version {major}"
+        return Candidate(toolkit, problem=problem)
     try:
         extra = tuple(resolve_include_dirs(toolkit, site_dirs))
     except BuildError as error:
         return Candidate(toolkit, problem=str(error))
     cccl = os.path.join(toolkit.include_dir, "cccl", "nv", "target")
-    found = header_cuda_version([*extra, toolkit.include_dir])
+    # The CUDA version of the first cuda_runtime_api.h the compile finds.
+    headers = [os.path.join(d, "cuda_runtime_api.h") for d in (*extra, toolkit.include_dir)]
+    header = next((h for h in headers if os.path.isfile(h)), None)
+    found = parse_cudart_version(Path(header).read_text("utf-8", "replace")) if header else None
     ours = (toolkit.version.major, toolkit.version.minor)
     problem = None
     if ours[0] >= 13 and not os.path.isfile(cccl):
@@ -209,16 +196,14 @@ def select_toolkit(
     """The compiler for a build against a torch built with CUDA torch_cuda: CUDA_HOME (or
     CUDA_PATH) when set, which must fit; else the first that fits of the environment's pip
     compiler (given a CUDA_HOME-shaped folder at cuda_home_dir), /usr/local/cuda and nvcc on
-    PATH. None when there is no nvcc; a BuildError with the pip command when none fits.
-    """
+    PATH. None when there is no nvcc; a BuildError with the pip command when none fits."""
     command = pip_compiler_command(torch_cuda)
 
     def version_of(nvcc: str) -> Version:
         return parse_nvcc_version(run_nvcc(nvcc, "--version"))
 
     for name in ("CUDA_HOME", "CUDA_PATH"):
-        root = env.get(name, "").strip()
-        if not root:
+        if not (root := env.get(name, "").strip()):
             continue
         nvcc = os.path.join(root, "bin", "nvcc")
         if not is_file(nvcc):
@@ -280,21 +265,16 @@ def select_toolkit(
 def minor_mismatch_warning(toolkit: CudaToolkit, torch_cuda: str) -> str | None:
     """A warning when the toolkit's minor version is not torch's (else None). Its major
     version is torch's: select_toolkit takes no other (evaluate)."""
-    wanted = Version(torch_cuda)
-    if toolkit.version.minor != wanted.minor:
-        return (
-            f"the CUDA toolkit is {toolkit.version} and torch uses CUDA {torch_cuda}; "
-            "minor versions differ, which CUDA supports"
-        )
-    return None
+    if toolkit.version.minor == Version(torch_cuda).minor:
+        return None
+    return (
+        f"the CUDA toolkit is {toolkit.version} and torch uses CUDA {torch_cuda}; "
+        "minor versions differ, which CUDA supports"
+    )
 
 
 def decide_cuda(
-    mode: str,
-    requirement: str,
-    torch_cuda: str | None,
-    toolkit: CudaToolkit | None,
-    package: str,
+    mode: str, requirement: str, torch_cuda: str | None, toolkit: CudaToolkit | None, package: str
 ) -> bool:
     """Whether to compile the package's CUDA sources: mode is USE_CUDA's ("auto", "on",
     "off"), requirement the package's cuda key ("none", "optional", "required")."""
@@ -337,16 +317,15 @@ def resolve_include_dirs(toolkit: CudaToolkit, site_dirs: Iterable[str]) -> list
     missing = missing_headers([toolkit.include_dir], TORCH_CUDA_HEADERS)
     if not missing:
         return []
-    extra: list[str] = []
-    for site in site_dirs:
+    includes = [
+        include
+        for site in site_dirs
         for include in sorted(
             glob.glob(os.path.join(site, "nvidia", "**", "include"), recursive=True)
-        ):
-            has_one = any(os.path.isfile(os.path.join(include, h)) for h in missing)
-            if has_one and include not in extra:
-                extra.append(include)
-    still = missing_headers([toolkit.include_dir, *extra], missing)
-    if still:
+        )
+    ]
+    extra = list(dict.fromkeys(i for i in includes if missing_headers([i], missing) != missing))
+    if still := missing_headers([toolkit.include_dir, *extra], missing):
         raise BuildError(
             f"the CUDA toolkit at {toolkit.root} lacks {', '.join(still)}, which torch's "
             "CUDA headers include, and no NVIDIA pip package provides them; install the "
@@ -363,8 +342,7 @@ def parse_nvcc_gpu_codes(text: str) -> list[str]:
 
 def toolkit_archs(nvcc: str) -> list[str]:
     """The architectures an nvcc can target (``--list-gpu-code``)."""
-    listed = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False)
-    return parse_nvcc_gpu_codes(listed.stdout)
+    return parse_nvcc_gpu_codes(_run_nvcc(nvcc, "--list-gpu-code"))
 
 
 def _arch_key(arch: str) -> tuple[int, int]:
@@ -436,8 +414,7 @@ def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     if not decide_cuda(mode, package.cuda, facts.cuda, toolkit, package.name):
         return CudaBuild()
     assert chosen is not None and toolkit is not None and facts.cuda is not None
-    warning = minor_mismatch_warning(toolkit, facts.cuda)
-    if warning:
+    if warning := minor_mismatch_warning(toolkit, facts.cuda):
         log(f"warning: {warning}")
     from torch.utils import cpp_extension
 
@@ -449,14 +426,10 @@ def resolve_cuda(config: BuildConfig, facts: TorchFacts) -> CudaBuild:
     )
     env["TORCH_CUDA_ARCH_LIST"] = arch_list
     rpath_args = []
-    if toolkit.pip_dir:
+    if toolkit.pip_dir:  # site-packages/nvidia/<x>, beside site-packages/<package>
         # NVIDIA's pip runtime: the library finds libcudart in site-packages even when a C++
         # program (no torch import first) loads it, as torch's own libraries do.
-        site_dir = os.path.dirname(os.path.dirname(toolkit.pip_dir))
-        cuda_rpath = os.path.relpath(
-            os.path.join(toolkit.pip_dir, "lib"), os.path.join(site_dir, package.name)
-        )
-        rpath_args.append(f"-Wl,-rpath,$ORIGIN/{cuda_rpath}")
+        rpath_args.append(f"-Wl,-rpath,$ORIGIN/../nvidia/{os.path.basename(toolkit.pip_dir)}/lib")
     return CudaBuild(
         enabled=True,
         toolkit=toolkit,

@@ -1,8 +1,7 @@
 """``python -m shared_build doctor``: what this machine can build, one line per fact.
 
 Each check asks the build step that decides it, or takes what it looks at as arguments so
-the tests feed it broken setups; a blocker is the sentence the build would stop at.
-"""
+the tests feed it broken setups; a blocker is the sentence the build would stop at."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import config, knobs
@@ -75,25 +74,21 @@ def check_setuptools(version: str | None) -> Finding:
 
 def check_torch(torch: Any) -> Finding:
     if torch is None:
-        return Finding(
-            "fail",
-            "torch",
+        text = (
             "not importable; install it first (pip install torch), then build with "
-            "pip install --no-build-isolation so the build sees it",
+            "pip install --no-build-isolation so the build sees it"
         )
+        return Finding("fail", "torch", text)
     build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
-    return Finding(
-        "ok", "torch", f"{torch.__version__}, {build}, at {os.path.dirname(torch.__file__)}"
-    )
+    text = f"{torch.__version__}, {build}, at {os.path.dirname(torch.__file__)}"
+    return Finding("ok", "torch", text)
 
 
 def cxx_standard(torch_version: str | None) -> str:
     """The C++ standard torch's headers need: C++20 from torch 2.13 on, C++17 before."""
     from packaging.version import Version
 
-    if torch_version and Version(torch_version).release[:2] < (2, 13):
-        return "c++17"
-    return "c++20"
+    return "c++17" if torch_version and Version(torch_version).release[:2] < (2, 13) else "c++20"
 
 
 def check_cxx(env: Mapping[str, str], torch_version: str | None) -> Finding:
@@ -104,18 +99,16 @@ def check_cxx(env: Mapping[str, str], torch_version: str | None) -> Finding:
     standard = cxx_standard(torch_version)
     name = compiler_version(compiler.command)
     probe = "#include <version>\nint main() { return 0; }\n"
-    result = _run(
-        [*compiler.command.split(), f"-std={standard}", "-x", "c++", "-fsyntax-only", "-"], probe
-    )
+    command = [*compiler.command.split(), f"-std={standard}", "-x", "c++", "-fsyntax-only", "-"]
+    result = _run(command, probe)
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["it failed"])[0]
-        return Finding(
-            "fail",
-            "c++",
+        text = (
             f"{compiler.path} ({name}) does not accept -std={standard}, which torch "
             f"{torch_version}'s headers need ({reason}); install GCC 10 or newer or Clang 12 "
-            "or newer (apt-get install g++) or set CXX to such a compiler",
+            "or newer (apt-get install g++) or set CXX to such a compiler"
         )
+        return Finding("fail", "c++", text)
     return Finding("ok", "c++", f"{compiler.path} ({name}), accepts -std={standard}")
 
 
@@ -146,22 +139,20 @@ def check_cxx_runtime(env: Mapping[str, str]) -> Finding | None:
         if not default:
             return Finding("ok", "c++ runtime", "links the shared libstdc++, as torch does")
         if static_with(*cxx_runtime_link_args(sys.platform)) is False:
-            return Finding(
-                "warn",
-                "c++ runtime",
+            text = (
                 f"{compiler.command} links libstdc++ statically by default; shared_build's "
                 "builds name the shared one (-l:libstdc++.so.6), but a library built "
                 "another way (CMake, torch.utils.cpp_extension.load) gets its own copy and "
-                "can crash beside torch's: set CXX to a compiler that links the shared one",
+                "can crash beside torch's: set CXX to a compiler that links the shared one"
             )
-        return Finding(
-            "fail",
-            "c++ runtime",
+            return Finding("warn", "c++ runtime", text)
+        text = (
             f"{compiler.command} links libstdc++ statically even when the shared one is "
             "named: every library would carry a second C++ runtime beside torch's and crash "
             "at its first error message; set CXX to a compiler that links the shared "
-            "libstdc++ (e.g. /usr/bin/g++)",
+            "libstdc++ (e.g. /usr/bin/g++)"
         )
+        return Finding("fail", "c++ runtime", text)
 
 
 def cxx_candidates(env: Mapping[str, str]) -> list[str]:
@@ -184,9 +175,8 @@ def pick_cxx(env: Mapping[str, str]) -> tuple[str | None, list[tuple[str, Findin
     tried = []
     for name in cxx_candidates(env):
         program, *rest = name.split()
-        command = " ".join(
-            [shutil.which(program, path=env.get("PATH", os.defpath)) or program, *rest]
-        )
+        found = shutil.which(program, path=env.get("PATH", os.defpath)) or program
+        command = " ".join([found, *rest])
         finding = check_cxx_runtime({**env, "CXX": command})
         tried.append((name, finding))
         if finding is not None and finding.status == "ok":
@@ -271,20 +261,18 @@ def check_max_jobs(
 
 def check_opencv(which: Callable[[str], str | None] = shutil.which, run: Runner = _run) -> Finding:
     if which("pkg-config") is None:
-        return Finding(
-            "warn",
-            "opencv",
+        text = (
             "pkg-config not found, so warp_perspective builds without OpenCV (its built-in "
-            "kernel only); apt-get install pkg-config libopencv-dev to have both",
+            "kernel only); apt-get install pkg-config libopencv-dev to have both"
         )
+        return Finding("warn", "opencv", text)
     result = run(["pkg-config", "--modversion", "opencv4"], None)
     if result.returncode != 0:
-        return Finding(
-            "warn",
-            "opencv",
+        text = (
             "opencv4 not found by pkg-config, so warp_perspective builds its built-in kernel "
-            "only; apt-get install libopencv-dev to have the OpenCV backend too",
+            "only; apt-get install libopencv-dev to have the OpenCV backend too"
         )
+        return Finding("warn", "opencv", text)
     return Finding("ok", "opencv", f"opencv4 {result.stdout.strip()} (pkg-config)")
 
 
@@ -298,12 +286,11 @@ def check_cache(env: Mapping[str, str]) -> Finding:
         return Finding("ok", "compiler cache", text)
     if env.get("USE_CCACHE", "").strip().lower() in ("0", "false", "no", "off"):
         return Finding("ok", "compiler cache", "off (USE_CCACHE=0)")
-    return Finding(
-        "warn",
-        "compiler cache",
+    text = (
         "neither ccache nor sccache is on PATH; apt-get install ccache makes rebuilds "
-        "of unchanged sources near-instant (shared_build uses it by itself)",
+        "of unchanged sources near-instant (shared_build uses it by itself)"
     )
+    return Finding("warn", "compiler cache", text)
 
 
 def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> list[Finding]:
@@ -315,21 +302,14 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
         except ImportError:
             torch = None
     try:
-        import setuptools
-
-        setuptools_version = setuptools.__version__
+        from setuptools import __version__ as setuptools_version
     except ImportError:
         setuptools_version = None
     findings = [check_python(), check_setuptools(setuptools_version), check_torch(torch)]
-    torch_version = torch.__version__ if torch is not None else None
-    findings.append(check_cxx(env, torch_version))
+    findings.append(check_cxx(env, torch.__version__ if torch is not None else None))
     runtime = check_cxx_runtime(env)
-    if runtime and runtime.status != "ok":
-        better, _ = pick_cxx(env)
-        if better:
-            runtime = Finding(
-                runtime.status, runtime.topic, f"{runtime.text}; here CXX={better} does"
-            )
+    if runtime and runtime.status != "ok" and (better := pick_cxx(env)[0]):
+        runtime = replace(runtime, text=f"{runtime.text}; here CXX={better} does")
     if runtime:
         findings.append(runtime)
     findings.append(check_ninja(env))
@@ -342,10 +322,10 @@ def diagnose(env: Mapping[str, str] | None = None, torch: Any = "import") -> lis
             findings.append(nvcc)
             if toolkit:
                 findings.append(check_arch_list(env, toolkit, torch))
-    findings.append(
-        check_max_jobs(env, knobs.cpu_count(), knobs.available_memory_bytes(), toolkit is not None)
+    jobs = check_max_jobs(
+        env, knobs.cpu_count(), knobs.available_memory_bytes(), toolkit is not None
     )
-    findings += [check_opencv(), check_cache(env)]
+    findings += [jobs, check_opencv(), check_cache(env)]
     return findings
 
 
@@ -354,8 +334,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
     findings = diagnose(env)
     for finding in findings:
         print(finding.line())
-    blockers = [f for f in findings if f.status == "fail"]
-    if blockers:
+    if blockers := [f for f in findings if f.status == "fail"]:
         print(f"{len(blockers)} blocker(s): fix the FAIL lines above before building")
         return 1
     print("nothing blocks a build")

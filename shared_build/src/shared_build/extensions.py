@@ -1,6 +1,5 @@
 """Step 5 of a build: the extensions setuptools compiles, from the package, the CudaBuild
-and the Flags (``make_extensions``).
-"""
+and the Flags (``make_extensions``)."""
 
 from __future__ import annotations
 
@@ -36,12 +35,10 @@ def collect_sources(root: Path, with_cuda: bool) -> list[str]:
     sources = [p for p in found if p.suffix in (".cpp", ".cu") and (with_cuda or not _is_cuda(p))]
     objects: dict[Path, Path] = {}
     for path in sources:
-        obj = path.with_suffix("")
-        if obj in objects:
+        if (other := objects.setdefault(path.with_suffix(""), path)) != path:
             raise BuildError(
-                f"{objects[obj]} and {path} would both compile to {obj.name}.o; rename one of them"
+                f"{other} and {path} would both compile to {path.stem}.o; rename one of them"
             )
-        objects[obj] = path
     if not sources:
         raise BuildError(f"{csrc} has no .cpp or .cu sources")
     return [str(p) for p in sources]
@@ -59,8 +56,7 @@ def make_extensions(
     """The extensions, <name>.<module> (a CUDAExtension when it compiles CUDA), and the
     name of the CUDA library (None without one): a stable-ABI build puts its CUDA sources
     into <module>_cuda, loaded only under a CUDA torch. WITH_CUDA is defined where CUDA is
-    compiled; USE_CUDA too in that library (the C shim declares its CUDA API under it).
-    """
+    compiled; USE_CUDA too in that library (the C shim declares its CUDA API under it)."""
     from torch.utils import cpp_extension
 
     def compile_args() -> dict[str, list[str]]:

@@ -27,8 +27,7 @@ def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
     """Optimisation flags for the host compiler and for nvcc."""
     # Python's CFLAGS, first on every compile line, carry -g: -g0 (the later flag wins)
     # keeps debug info out of release libraries.
-    cxx = ["-O0", "-g"] if debug else ["-O3", "-g0"]
-    args = {"cxx": cxx}
+    args = {"cxx": ["-O0", "-g"] if debug else ["-O3", "-g0"]}
     if with_cuda:
         # -lineinfo keeps compute-sanitizer and Nsight able to point at source lines at no
         # cost to the generated code; -G (device debug) disables optimisation entirely.
@@ -39,8 +38,7 @@ def compile_args(debug: bool, with_cuda: bool) -> dict[str, list[str]]:
 def warning_args(werror: bool, system_include_dirs: list[str]) -> list[str]:
     """-Wall -Wextra -Werror for the package's own sources, under WERROR=1; -isystem makes
     the headers of torch, Python and external libraries system headers, whose warnings GCC
-    and Clang do not report (a folder given with both -I and -isystem is a system folder).
-    """
+    and Clang do not report (a folder given with both -I and -isystem is a system folder)."""
     system = [arg for folder in system_include_dirs for arg in ("-isystem", folder)]
     return ["-Wall", "-Wextra", "-Werror", *system] if werror else []
 
@@ -91,16 +89,13 @@ class Flags:
 
 
 def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Flags:
-    """Optimisation or debug, sanitizers, OpenMP, the overrides, the glibc shims and the
-    warnings; the include folders: shared_build's, the package's, the configured ones,
-    CUDA's; TORCH_TARGET_VERSION for a stable-ABI build."""
+    """Step 4: the compile and link arguments, include folders and macros of a build."""
     from torch.utils import cpp_extension
 
     package, options, knobs = config.package, config.options, config.knobs
     sanitize_cxx, sanitize_link = sanitize_args(knobs.sanitize, knobs.debug)
     args = compile_args(knobs.debug, cuda.enabled)
-    args["cxx"] += sanitize_cxx
-    args["cxx"] += openmp_compile_args(facts.openmp, sys.platform)
+    args["cxx"] += [*sanitize_cxx, *openmp_compile_args(facts.openmp, sys.platform)]
     for key, extra in options.extra_compile_args.items():
         args.setdefault(key, []).extend(extra)
     # Our headers: never -isystem, or WERROR would not see their warnings and an
@@ -115,26 +110,20 @@ def compile_flags(config: BuildConfig, facts: TorchFacts, cuda: CudaBuild) -> Fl
         # .cu object (our kernels emit no NVTX ranges).
         for key in args:
             args[key] += ["-isystem", str(GLIBC_COMPAT_DIR), "-DNVTX_DISABLE"]
+    torch_dirs = cpp_extension.include_paths("cuda" if cuda.enabled else "cpu")
+    external = [d for d in include_dirs if d not in ours]  # CUDA's, OpenCV's ...
     args["cxx"] += warning_args(
-        knobs.werror,
-        [
-            *cpp_extension.include_paths("cuda" if cuda.enabled else "cpu"),
-            sysconfig.get_path("include"),
-            *(d for d in include_dirs if d not in ours),  # CUDA's, OpenCV's ...
-        ],
+        knobs.werror, [*torch_dirs, sysconfig.get_path("include"), *external]
     )
     macros = list(options.define_macros)
     if facts.stable_target is not None:
         macros.append(("TORCH_TARGET_VERSION", target_version_macro(facts.stable_target)))
+    # The package's own link arguments first, the CUDA runtime's rpath last.
+    link_args = [*options.extra_link_args, *sanitize_link, *cxx_runtime_link_args(sys.platform)]
     return Flags(
         compile_args=args,
         include_dirs=include_dirs,
-        link_args=[
-            *options.extra_link_args,
-            *sanitize_link,
-            *cxx_runtime_link_args(sys.platform),
-            *cuda.rpath_args,
-        ],
+        link_args=[*link_args, *cuda.rpath_args],
         define_macros=macros,
         library_dirs=list(options.library_dirs),
         libraries=list(options.libraries),

@@ -1,8 +1,7 @@
 """``python -m shared_build info PACKAGE``: what an installed package was built with.
 
 Reads the package's ``_build_info.py`` by path, without importing the package, so that it
-also answers for a package that refuses to import under the torch installed now.
-"""
+also answers for a package that refuses to import under the torch installed now."""
 
 from __future__ import annotations
 
@@ -41,22 +40,16 @@ def load_build_info(folder: str) -> dict[str, Any]:
     return dict(module.BUILD_INFO)
 
 
-def find_cuobjdump() -> str | None:
-    """cuobjdump on PATH, else in NVIDIA's pip packages (nvidia-cuda-cuobjdump)."""
+def cuda_architectures(libraries: list[str]) -> list[str] | None:
+    """The sm_XX of the device code in the libraries (cuobjdump --list-elf; on PATH, else
+    NVIDIA's pip nvidia-cuda-cuobjdump), or None when there is no cuobjdump to ask."""
     pattern = os.path.join("nvidia", "*", "bin", "cuobjdump")
     pip = [p for d in site.getsitepackages() for p in sorted(glob.glob(os.path.join(d, pattern)))]
-    return shutil.which("cuobjdump") or (pip[0] if pip else None)
-
-
-def cuda_architectures(libraries: list[str]) -> list[str] | None:
-    """The sm_XX of the device code in the libraries (cuobjdump --list-elf), or None when
-    there is no cuobjdump to ask."""
-    tool = find_cuobjdump()
+    tool = shutil.which("cuobjdump") or (pip[0] if pip else None)
     if tool is None:
         return None
-    out = subprocess.run(
-        [tool, "--list-elf", *libraries], capture_output=True, text=True, check=False
-    ).stdout
+    command = [tool, "--list-elf", *libraries]
+    out = subprocess.run(command, capture_output=True, text=True, check=False).stdout
     return sorted(set(re.findall(r"\bsm_\d+a?\b", out)), key=lambda s: int(re.sub(r"\D", "", s)))
 
 
@@ -116,8 +109,7 @@ def _loads_here(info: dict[str, Any]) -> str:
 
 def _commit_text(info: dict[str, object]) -> str:
     """The commit the build came from, and whether its tree had uncommitted changes."""
-    commit = info.get("git_commit")
-    if not commit:
+    if not (commit := info.get("git_commit")):
         return "not recorded (built outside a git checkout, e.g. from an sdist)"
     dirty = info.get("git_dirty")
     state = {True: "with uncommitted changes", False: "clean tree"}.get(dirty, "tree state unknown")

@@ -1,6 +1,5 @@
 """Step 1 of a build (with config.py): ``read_knobs`` parses the environment variables
-that steer it, once, before torch is imported (those of one step only are read there).
-"""
+that steer it, once, before torch is imported (those of one step only are read there)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,10 @@ from dataclasses import dataclass
 
 from .errors import BuildError
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+_CUDA_MODES = (
+    {"": "auto", "auto": "auto"} | dict.fromkeys(_TRUE, "on") | dict.fromkeys(_FALSE, "off")
+)
 
 # Peak resident memory of one compile job, rounded up: g++ -O3 on a file including torch's
 # autograd headers, nvcc on a kernel for five architectures.
@@ -32,12 +33,8 @@ def parse_flag(env: Mapping[str, str], name: str) -> bool:
 
 def use_cuda_mode(env: Mapping[str, str]) -> str:
     """Return "auto", "on" or "off" from USE_CUDA (auto|0|1), with FORCE_CUDA=1 meaning on."""
-    value = env.get("USE_CUDA", "").strip().lower()
-    if value in ("", "auto"):
-        mode = "auto"
-    elif value in _TRUE | _FALSE:
-        mode = "on" if value in _TRUE else "off"
-    else:
+    mode = _CUDA_MODES.get(env.get("USE_CUDA", "").strip().lower())
+    if mode is None:
         raise BuildError(
             f"USE_CUDA={env['USE_CUDA']!r} is not understood; use USE_CUDA=auto, USE_CUDA=1 or "
             "USE_CUDA=0"
@@ -58,8 +55,7 @@ def sanitizers(env: Mapping[str, str]) -> tuple[str, ...]:
     """SANITIZE=address,undefined (or one of them): the sanitizers to compile in, sorted."""
     raw = env.get("SANITIZE", "")
     names = sorted({name.strip().lower() for name in raw.split(",") if name.strip()})
-    unknown = [name for name in names if name not in SANITIZERS]
-    if unknown:
+    if unknown := [name for name in names if name not in SANITIZERS]:
         raise BuildError(
             f"SANITIZE={raw!r} names {', '.join(unknown)}; use a comma-separated subset of "
             f"{','.join(SANITIZERS)}, e.g. SANITIZE=address,undefined"
@@ -70,8 +66,7 @@ def sanitizers(env: Mapping[str, str]) -> tuple[str, ...]:
 def loads_shared_libstdcxx(library: str) -> bool | None:
     """Whether the ELF shared object ``library`` itself needs libstdc++.so.6 (else it
     carries a copy of its own); None without readelf or for no ELF file."""
-    readelf = shutil.which("readelf")
-    if readelf is None:
+    if (readelf := shutil.which("readelf")) is None:
         return None
     try:
         dynamic = subprocess.run(
@@ -109,10 +104,7 @@ def max_jobs(env: Mapping[str, str], cores: int, memory_bytes: int | None, with_
     """Parallel compile jobs: MAX_JOBS if set, else as many as both cores and memory allow."""
     raw = env.get("MAX_JOBS", "")
     if raw.strip():
-        try:
-            jobs = int(raw)
-        except ValueError:
-            jobs = 0
+        jobs = int(raw) if raw.strip().isdecimal() else 0
         if jobs < 1:
             raise BuildError(f"MAX_JOBS={raw!r} must be a whole number of at least 1")
         return jobs
@@ -157,14 +149,12 @@ def compiler_launcher(
             f"USE_CCACHE={env.get('USE_CCACHE')!r} is not understood; use USE_CCACHE=auto, 1 or 0"
         )
     path = which("ccache") or which("sccache")
-    if path:
-        return path
-    if raw in _TRUE:
+    if path is None and raw in _TRUE:
         raise BuildError(
             "USE_CCACHE=1 asks for a compiler cache but neither ccache nor sccache is on "
             "PATH; install one (apt-get install ccache) or unset USE_CCACHE"
         )
-    return None
+    return path
 
 
 @dataclass(frozen=True)

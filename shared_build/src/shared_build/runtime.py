@@ -1,9 +1,6 @@
-"""What this package was built against, and the check its ``__init__`` runs at import.
-
-shared_build copies this file into every package it builds as ``_build_info.py``, with
-``BUILD_INFO`` filled in: under another torch the package fails in one sentence naming both
-versions and the command that rebuilds it, not with an undefined-symbol traceback.
-"""
+"""What this package was built against, and the check its ``__init__`` runs at import: under
+another torch it fails in one sentence naming both versions and the command that rebuilds
+it, not with an undefined-symbol traceback. Copied into each package as ``_build_info.py``."""
 
 from __future__ import annotations
 
@@ -17,26 +14,14 @@ BUILD_INFO: dict[str, Any] = {}
 # c10's names of dtypes and layouts ("Float", "SparseCsr"), so a package's Python checks word
 # their messages as its C++ checks do. Keyed by str(value): this file needs no torch.
 C10_NAMES = {
-    "torch.float32": "Float",
-    "torch.float64": "Double",
-    "torch.float16": "Half",
-    "torch.bfloat16": "BFloat16",
-    "torch.uint8": "Byte",
-    "torch.int8": "Char",
-    "torch.int16": "Short",
-    "torch.int32": "Int",
-    "torch.int64": "Long",
-    "torch.bool": "Bool",
-    "torch.complex64": "ComplexFloat",
-    "torch.complex128": "ComplexDouble",
-    "torch.strided": "Strided",
-    "torch.sparse_coo": "Sparse",
-    "torch.sparse_csr": "SparseCsr",
-    "torch.sparse_csc": "SparseCsc",
-    "torch.sparse_bsr": "SparseBsr",
-    "torch.sparse_bsc": "SparseBsc",
-    "torch._mkldnn": "Mkldnn",
-}
+    "torch.float32": "Float", "torch.float64": "Double", "torch.float16": "Half",
+    "torch.bfloat16": "BFloat16", "torch.uint8": "Byte", "torch.int8": "Char",
+    "torch.int16": "Short", "torch.int32": "Int", "torch.int64": "Long", "torch.bool": "Bool",
+    "torch.complex64": "ComplexFloat", "torch.complex128": "ComplexDouble",
+    "torch.strided": "Strided", "torch.sparse_coo": "Sparse", "torch.sparse_csr": "SparseCsr",
+    "torch.sparse_csc": "SparseCsc", "torch.sparse_bsr": "SparseBsr",
+    "torch.sparse_bsc": "SparseBsc", "torch._mkldnn": "Mkldnn",
+}  # fmt: skip
 
 
 def c10_name(value: object, unknown: str | None = None) -> str:
@@ -70,8 +55,7 @@ def incompatibility(info: dict[str, Any], torch_version: str, torch_cuda: str | 
         same_release = built == torch_version
     if not same_release:
         return f"{package} was built against torch {built} but torch {torch_version} is installed"
-    built_cuda = info.get("cuda")
-    if built_cuda:
+    if built_cuda := info.get("cuda"):
         if torch_cuda is None:
             return (
                 f"{package} was built with CUDA {built_cuda} kernels but the installed "
@@ -101,8 +85,7 @@ def sanitizer_problem(info: dict[str, Any], asan_loaded: bool) -> str | None:
 
 def _installed_from(package: str) -> str | None:
     """Where pip installed the package from, if that can be built again: a source folder, an
-    sdist or a URL from the install's direct_url.json (PEP 610); None for a wheel or an index.
-    """
+    sdist or a URL from the install's direct_url.json (PEP 610); None for a wheel or an index."""
     import json
     from importlib import metadata
     from urllib.parse import unquote, urlparse
@@ -134,8 +117,7 @@ def rebuild_command(info: dict[str, Any]) -> str:
     source = info.get("source_dir")
     if source and os.path.isdir(source):
         return f"{command} {source}"
-    installed_from = _installed_from(package)
-    if installed_from:
+    if installed_from := _installed_from(package):
         return f"{command} {installed_from}"
     return (
         f"pip install {package} -f <the wheelhouse folder of your torch> (its wheels are built "
@@ -148,8 +130,7 @@ def check_compatible(info: dict[str, Any] | None = None) -> None:
     import torch
 
     info = BUILD_INFO if info is None else info
-    problem = incompatibility(info, torch.__version__, torch.version.cuda)
-    if problem is not None:
+    if (problem := incompatibility(info, torch.__version__, torch.version.cuda)) is not None:
         if info.get("abi") == "stable":
             target = info.get("torch_target") or info.get("torch")
             raise ImportError(f"{problem}; upgrade torch with: pip install 'torch>={target}'")
@@ -185,8 +166,7 @@ _RAISING_CUDA_KERNELS: list[Any] = []  # their Libraries: one unregisters when c
 def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) -> str | None:
     """Load a stable-ABI package's CUDA library under a CUDA torch; None when it loaded or
     there is nothing to load. Else the package still runs on the CPU, and the namespace's
-    ops get CUDA kernels that raise one sentence (why, what to install), which is returned.
-    """
+    ops get CUDA kernels that raise one sentence (why, what to install), which is returned."""
     import torch
 
     name = info.get("cuda_library")
@@ -225,10 +205,9 @@ def load_cuda_kernels(info: dict[str, Any], package_dir: str, namespace: str) ->
         raise RuntimeError(reason)
 
     library = torch.library.Library(namespace, "IMPL")
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
     for op in torch._C._dispatch_get_all_op_names():
-        if op.startswith(f"{namespace}::") and not torch._C._dispatch_has_kernel_for_dispatch_key(
-            op, "CUDA"
-        ):
+        if op.startswith(f"{namespace}::") and not has_kernel(op, "CUDA"):
             library.impl(op.split("::", 1)[1], kernel, "CUDA")
     _RAISING_CUDA_KERNELS.append(library)
     return reason
@@ -250,12 +229,9 @@ def unstable_symbols(library: str) -> list[str]:
     import subprocess
 
     names = _undefined_symbols(library).split()
+    mangled = "\n".join(n.split("@")[0] for n in names if n.startswith("_Z"))
     demangled = subprocess.run(
-        ["c++filt"],
-        input="\n".join(n.split("@")[0] for n in names if n.startswith("_Z")),
-        capture_output=True,
-        text=True,
-        check=True,
+        ["c++filt"], input=mangled, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     return sorted({d for d in demangled if re.search(r"(?<![\w:])(c10|at|torch|caffe2)::", d)})
 
@@ -266,11 +242,5 @@ def glibc_newer_than(library: str, oldest: tuple[int, int]) -> list[str]:
     refuses for a manylinux tag of that glibc)."""
     import re
 
-    names = _undefined_symbols(library)
-    return sorted(
-        {
-            f"{m.group(1)}@GLIBC_{m.group(2)}.{m.group(3)}"
-            for m in re.finditer(r"(\S+?)@+GLIBC_(\d+)\.(\d+)\S*", names)
-            if (int(m.group(2)), int(m.group(3))) > oldest
-        }
-    )
+    found = re.findall(r"(\S+?)@+GLIBC_(\d+)\.(\d+)\S*", _undefined_symbols(library))
+    return sorted({f"{n}@GLIBC_{a}.{b}" for n, a, b in found if (int(a), int(b)) > oldest})

@@ -1,8 +1,7 @@
 """``python -m shared_build new NAME``: a working op package in every slot of the layout.
 
 The templates hold one small op, ``mul_add(x, y, z) = x * y + z``, in every slot (see the
-README): templates/op for the full ABI, templates/op_stable for the stable one.
-"""
+README): templates/op for the full ABI, templates/op_stable for the stable one."""
 
 from __future__ import annotations
 
@@ -41,15 +40,11 @@ def torch_namespaces() -> frozenset[str]:
 def check_name(name: str, packages_dir: Path) -> None:
     """Refuse, with a sentence, a name that is not a fresh, lower-case Python identifier, or
     that is taken: by a folder, by a module Python imports already, or by torch."""
-    if keyword.iskeyword(name):
+    if keyword.iskeyword(name) or not name.isidentifier():
+        what = "a Python keyword" if keyword.iskeyword(name) else "not a Python identifier"
         raise BuildError(
-            f"{name!r} is a Python keyword; a package name is also its import name and its "
-            "op namespace, e.g. my_op"
-        )
-    if not name.isidentifier():
-        raise BuildError(
-            f"{name!r} is not a Python identifier; a package name is also its import name and "
-            "its op namespace, e.g. my_op"
+            f"{name!r} is {what}; a package name is also its import name and its op namespace, "
+            "e.g. my_op"
         )
     if name != name.lower():
         raise BuildError(f"{name!r} has capitals; use lower case, e.g. {name.lower()}")
@@ -62,8 +57,7 @@ def check_name(name: str, packages_dir: Path) -> None:
         raise BuildError(f"{packages_dir / name} exists already; choose another name")
     if name in RESERVED:
         raise BuildError(f"{name!r} is {RESERVED[name]}; choose another name")
-    spec = importlib.util.find_spec(name)
-    if spec is not None:
+    if (spec := importlib.util.find_spec(name)) is not None:
         where = spec.origin if spec.origin not in (None, "built-in", "frozen") else "built in"
         raise BuildError(
             f"{name!r} is the name of a module Python imports here already ({where}): a "
@@ -95,11 +89,8 @@ def new_package(name: str, packages_dir: Path, *, cuda: bool = False, abi: str =
         # fail (no kernel for the CUDA key), and here they would only skip.
         "battery_devices": '("cpu", "cuda")' if cuda else '("cpu",)',
     }
-    templates = TEMPLATES[abi]
     target = packages_dir / name
-    every = [(templates, t) for t in templates.rglob("*.tmpl")] + [
-        (COMMON, t) for t in COMMON.rglob("*.tmpl")
-    ]
+    every = [(folder, t) for folder in (TEMPLATES[abi], COMMON) for t in folder.rglob("*.tmpl")]
     for folder, template in sorted(every, key=lambda pair: pair[1].relative_to(pair[0])):
         relative = template.relative_to(folder)
         if not cuda and "cuda" in relative.parts[:-1]:

@@ -1,6 +1,5 @@
 """Step 6 of a build: the arguments of ``setuptools.setup()``, for a build
-(``setup_arguments``, which also logs the decisions in one line) or for metadata only.
-"""
+(``setup_arguments``, which also logs the decisions in one line) or for metadata only."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ def python_arguments(
         "cmdclass": {"sdist": make_sdist(config.root)},
         "options": {"egg_info": {"egg_base": str(base / "egg-info")}},
     }
-    requirements = runtime_requirements(config, env, torch_version)
-    if requirements is not None:
+    if (requirements := runtime_requirements(config, env, torch_version)) is not None:
         kwargs["install_requires"] = requirements
     return kwargs
 
@@ -84,9 +82,7 @@ def metadata_arguments(
     """setup()'s arguments for metadata or an sdist: no extension, no torch needed. A wheel
     cannot be built without torch: a wheel hook says so first, before the front end
     downloads the runtime dependencies."""
-    metadata_torch = None
-    if wheel_hook(orig_argv) is not None:
-        metadata_torch = import_torch(package.name).__version__
+    metadata_torch = import_torch(package.name).__version__ if wheel_hook(orig_argv) else None
     return python_arguments(package, env, metadata_torch, build_root(env, package.name))
 
 
@@ -107,9 +103,8 @@ def setup_arguments(
         env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     else:
         env.pop("TORCH_NO_COMPILER_WRAPPER", None)
-    build_base = str(
-        config.build_root / build_tag(facts.version, cuda.enabled, knobs.debug, knobs.sanitize)
-    )
+    tag = build_tag(facts.version, cuda.enabled, knobs.debug, knobs.sanitize)
+    build_base = str(config.build_root / tag)
     toolkit = cuda.toolkit
     cuda_summary = (
         f"on (nvcc {toolkit.version} at {toolkit.nvcc}, {toolkit.origin}, "

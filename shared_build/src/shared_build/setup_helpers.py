@@ -1,6 +1,5 @@
 """``setup_kwargs``: everything a package's ``setup()`` needs, from one call that runs the
-build steps (config -> torch_facts -> cuda -> flags -> extensions -> setup_args).
-"""
+build steps (config -> torch_facts -> cuda -> flags -> extensions -> setup_args)."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ def setup_kwargs(package_root: str | os.PathLike[str], **overrides: Any) -> dict
 
 def pkg_config(name: str, env: Mapping[str, str] | None = None) -> dict[str, list[str]] | None:
     """include_dirs, library_dirs and libraries of a pkg-config package, or None if absent."""
-    program = shutil.which("pkg-config")
-    if program is None:
+    if (program := shutil.which("pkg-config")) is None:
         return None
     run_env = dict(os.environ if env is None else env)
     result = {}

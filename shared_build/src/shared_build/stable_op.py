@@ -1,7 +1,6 @@
 """The Python side of an op on LibTorch's stable ABI, which has neither C++ autograd nor
 symbolic sizes (see the README). Copied into every stable-ABI package as ``_stable_op.py``:
-the one place those packages use private torch API, tested under every torch of the matrix.
-"""
+the one place those packages use private torch API, tested under every torch of the matrix."""
 
 from __future__ import annotations
 

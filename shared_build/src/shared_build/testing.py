@@ -1,11 +1,6 @@
-"""The pytest plugin every package's test suite runs under, from a checkout as from its
-sdist: pytest loads it wherever shared_build is installed (its pytest11 entry point).
-
-It registers the ``cuda``, ``slow`` and ``once`` markers, skips the cuda-marked tests when
-no GPU is visible, and the once-marked tests under every torch but the one REPO_ONCE_TORCH
-names. Beside the hooks: helpers the packages' CUDA tests share, and ``file_scope`` for the
-repository's pytest-xdist scheduler.
-"""
+"""The pytest plugin (pytest11 entry point) every package's suite runs under, from a checkout
+as from its sdist: the ``cuda``, ``slow`` and ``once`` markers and their skips, helpers the
+packages' CUDA tests share, and ``file_scope`` for the repository's pytest-xdist scheduler."""
 
 from __future__ import annotations
 
@@ -73,12 +68,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def file_scope(nodeid: str, spread: Iterable[str] = ()) -> str:
-    """The pytest-xdist work unit of a test: its file, as ``--dist loadfile`` has it (a
-    file's module fixtures are made once, its tests never run at the same time), except the
-    cases of the test functions ``spread`` names (``path::function``: long, independent cases
-    such as the examples), each its own unit, so that no one file is a long tail. The test
-    battery's cases (``test_battery``, shared_build.battery) are independent: they spread
-    too."""
+    """The pytest-xdist work unit of a test: its file, as ``--dist loadfile`` has it (module
+    fixtures made once), except each case of ``test_battery`` and of the functions ``spread``
+    names (``path::function``): long, independent cases, so that no file is a long tail."""
     path, _, name = nodeid.partition("::")
     function = name.split("[", 1)[0]
     return nodeid if function == "test_battery" or f"{path}::{function}" in spread else path
@@ -89,23 +81,16 @@ def on_a_busy_side_stream(
     op: Callable[[], T],
     warm_up: Callable[[], object] | None = None,
 ) -> T:
-    """``op()`` under ``torch.cuda.stream(side)``, queued behind a GPU sleep and then
-    ``write_inputs()`` (in-place writes of op's inputs) on that side stream; returns op's
-    result once the side stream is done.
+    """``op()`` on a side stream, queued behind a GPU sleep and ``write_inputs()`` (in-place
+    writes of op's inputs); op's result once the side stream is done. The proof that op
+    launches on the current stream: a kernel on any other (the legacy default stream, which
+    PyTorch's side streams do not wait for, or its own) runs during the sleep on the old inputs.
 
-    The proof that op launches its kernels on the current stream: a kernel put on any other
-    stream (the legacy default stream, a stream of its own; PyTorch's side streams do not
-    wait for the legacy one) runs during the sleep and reads the inputs before they are
-    written, so op's result is that of the old inputs.
-
-    First ``warm_up()`` runs on the current stream and is waited for; by default it is
-    ``op()`` itself. Under lazy loading (CUDA_MODULE_LOADING=LAZY, CUDA's default) a
-    kernel's first launch loads its module, which may outlast the sleep, and a kernel on
-    the wrong stream would then read the inputs already written and pass unseen. Where op
-    has effects the caller checks (a backward accumulating into ``.grad``), pass a warm_up
-    that runs op and then undoes them (sets the grads to None). ``write_inputs`` should
-    launch no kernel for the first time (a ``copy_`` between tensors of one dtype is a
-    memcpy)."""
+    ``warm_up()`` (default: ``op()``) runs first, waited for: under lazy loading (CUDA's
+    default) a kernel's first launch loads its module, which may outlast the sleep and hide a
+    wrong stream. Where op has effects the caller checks (a backward accumulating into
+    ``.grad``), pass a warm_up that undoes them. ``write_inputs`` should launch no kernel for
+    the first time (a ``copy_`` between tensors of one dtype is a memcpy)."""
     import torch
 
     (op if warm_up is None else warm_up)()

@@ -1,6 +1,5 @@
 """Step 2 of a build (``torch_facts``): torch's version, CUDA, GPUs, OpenMP and
-site-packages, the stable-ABI target and ninja; the later steps ask it instead of torch.
-"""
+site-packages, the stable-ABI target and ninja; the later steps ask it instead of torch."""
 
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ def import_torch(package: str) -> Any:
 
 def require_ninja(env: dict[str, str]) -> str:
     """Find ninja, adding the pip ninja package's folder to PATH when it is not on it."""
-    found = shutil.which("ninja", path=env.get("PATH"))
-    if found:
+    if found := shutil.which("ninja", path=env.get("PATH")):
         return found
     candidates = [os.path.dirname(sys.executable)]
     try:
@@ -83,8 +81,7 @@ def require_ninja(env: dict[str, str]) -> str:
     except (ImportError, AttributeError):
         pass
     for folder in candidates:
-        path = shutil.which("ninja", path=folder)
-        if path:
+        if path := shutil.which("ninja", path=folder):
             env["PATH"] = folder + os.pathsep + env.get("PATH", "")
             return path
     raise BuildError(
@@ -118,12 +115,10 @@ def arch_flags(torch_module: Any) -> str:
 def visible_capabilities(torch_module: Any) -> list[tuple[int, int]]:
     """The compute capabilities of the GPUs torch sees; [] without one."""
     try:
-        if not torch_module.cuda.is_available():
+        cuda = torch_module.cuda
+        if not cuda.is_available():
             return []
-        return [
-            torch_module.cuda.get_device_capability(i)
-            for i in range(torch_module.cuda.device_count())
-        ]
+        return [cuda.get_device_capability(i) for i in range(cuda.device_count())]
     except Exception:  # a broken driver must not stop a build that targets other GPUs
         return []
 

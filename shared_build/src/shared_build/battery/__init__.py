@@ -1,17 +1,8 @@
-"""One test battery for any custom op: declare an op once, get every check.
-
-A package declares each op in one place, ``tests/ops_under_test.py``, as an :class:`OpTest`
-(good calls per device and dtype, a plain-PyTorch reference, the bad calls with the
-sentence each must raise, and what is out of scope), and its test file says::
-
-    from ops_under_test import OPS
-    from shared_build.battery import battery
-
-    test_battery = battery(OPS)
-
-pytest then collects ``test_battery[<op>-<check>-<device>-<dtype>]`` for every check below
-that applies. Each check runs every sample of its device and dtype, and a failure names the
-sample. The checks:
+"""One test battery for any custom op: declare it once as an :class:`OpTest` (good calls
+per device and dtype, a plain-PyTorch reference, the bad calls with the sentence each must
+raise, what is out of scope); ``test_battery = battery(OPS)`` in a test file makes pytest
+collect ``test_battery[<op>-<check>-<device>-<dtype>]`` for every check below that applies.
+Each check runs every sample of its device and dtype; a failure names the sample.
 
 - ``reference``: each sample's result equals the reference's (computed in float64, rounded
   to the sample's dtype), within ``tolerance``; in float16 and bfloat16 also ``exact``'s
@@ -39,8 +30,7 @@ sample. The checks:
 - ``properties``: hypothesis draws samples (``properties``) and checks them against the
   reference, at least 200 examples;
 - ``threads``: eight threads calling the op get the serial results;
-- ``memory`` (slow): RSS stays flat over 20,000 calls.
-"""
+- ``memory`` (slow): RSS stays flat over 20,000 calls."""
 
 from __future__ import annotations
 
@@ -53,16 +43,8 @@ import pytest
 from .draw import as_view, sides, tensors
 
 __all__ = [
-    "CHECKS",
-    "Bad",
-    "OpTest",
-    "Sample",
-    "as_view",
-    "battery",
-    "run_check",
-    "sides",
-    "tensors",
-]
+    "CHECKS", "Bad", "OpTest", "Sample", "as_view", "battery", "run_check", "sides", "tensors",
+]  # fmt: skip
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 CHECKS = (
@@ -102,8 +84,7 @@ class OpTest:
     ``fn`` is what users call (the package's Python wrapper); ``op`` the registered overload
     (``torch.ops.<ns>.<name>.default``) that opcheck, export and the fuzzer call. ``samples``
     returns good calls on a device in a dtype (any number; float64 ones serve gradcheck).
-    ``reference`` takes the same arguments and computes the result in plain PyTorch.
-    """
+    ``reference`` takes the same arguments and computes the result in plain PyTorch."""
 
     name: str
     fn: Callable[..., Any]
@@ -177,14 +158,11 @@ def _applies(op: OpTest, check: str) -> bool:
 def _cases(op: OpTest) -> list[Any]:
     unknown = set(op.skip) - set(CHECKS)
     assert not unknown, f"{op.name} skips checks the battery does not have: {sorted(unknown)}"
+    devices = {"cuda_vs_cpu": ["cuda"], "fuzz": ["cpu"], "memory": ["cpu"], "bad": ["cpu"]}
     cases = []
-    for check in CHECKS:
-        if not _applies(op, check):
-            continue
-        devices = {"cuda_vs_cpu": ["cuda"], "fuzz": ["cpu"], "memory": ["cpu"], "bad": ["cpu"]}
+    for check in (c for c in CHECKS if _applies(op, c)):
         for device in devices.get(check, op.devices):
-            dtypes = _dtypes(op, check)
-            for dtype in dtypes:
+            for dtype in _dtypes(op, check):
                 marks = [pytest.mark.cuda] if device == "cuda" or check == "cuda_vs_cpu" else []
                 marks += [pytest.mark.slow] if check in SLOW else []
                 ident = "-".join(filter(None, (op.name, check, device, dtype)))

@@ -7,8 +7,10 @@ import gc
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from itertools import combinations
 from typing import Any
@@ -49,20 +51,9 @@ def _close(got: Any, want: Any, tolerance: dict[str, float], what: str) -> None:
             f"{what}: result {i} has shape {list(g.shape)}, not {list(w.shape)}"
         )
         torch.testing.assert_close(
-            _dense(g).cpu().double(), _dense(w).cpu().double(), equal_nan=True, **tolerance,
+            g.to_dense().cpu().double(), w.to_dense().cpu().double(), equal_nan=True, **tolerance,
             msg=lambda m, i=i: f"{what}, result {i}: {m}",
         )  # fmt: skip
-
-
-def _dense(t: Any) -> Any:
-    import torch
-
-    return t.to_dense() if t.layout != torch.strided else t
-
-
-def _expected(op: OpTest, sample: Sample) -> Any:
-    """The reference's result, rounded to each result's dtype (as the op's is)."""
-    return op.reference(*sample.args, **sample.kwargs)
 
 
 def _samples(op: OpTest, device: str, dtype: Any, special: bool = False) -> Sequence[Sample]:
@@ -90,7 +81,7 @@ def check_reference(op: OpTest, device: str, dtype: Any) -> None:
     for sample in _samples(op, device, dtype, special=True):
         got = op.fn(*sample.args, **sample.kwargs)
         what = f"{op.name}({sample.name})"
-        _close(got, _expected(op, sample), _tolerance(op, dtype), what)
+        _close(got, op.reference(*sample.args, **sample.kwargs), _tolerance(op, dtype), what)
         if half:
             _within_ulps(_tensors(got), _tensors(op.exact(*sample.args, **sample.kwargs)), op, what)
 
@@ -186,21 +177,22 @@ def check_gradcheck(op: OpTest, device: str, dtype: Any) -> None:
 
 
 def check_backward(op: OpTest, device: str, dtype: Any) -> None:
-    """In every dtype, for each subset of each sample's floating dense tensors needing a
-    gradient (_subsets): the gradients equal those of the reference in float64 (autograd
-    through plain PyTorch), within tolerance; forward mode gives the reference's tangents
-    (op.forward_ad) or raises (checked on the first sample), never results without them."""
-    import torch
-
+    """As shared_build.battery says; forward mode on the first sample only unless forward_ad."""
     for n, sample in enumerate(_samples(op, device, dtype)):
-        floating = [
-            i for i, a in enumerate(sample.args)
-            if isinstance(a, torch.Tensor) and a.dtype.is_floating_point and a.layout == torch.strided
-        ]  # fmt: skip
-        for wanted in _subsets(floating):
+        for wanted in _subsets(_floating(sample.args)):
             _compare_gradients(op, sample, wanted, dtype)
             if op.forward_ad or n == 0:
                 _compare_tangents(op, sample, wanted, dtype)
+
+
+def _floating(args: Sequence[Any]) -> list[int]:
+    """The positions of the floating dense tensors among args: those a gradient flows to."""
+    import torch
+
+    return [
+        i for i, a in enumerate(args)
+        if isinstance(a, torch.Tensor) and a.dtype.is_floating_point and a.layout == torch.strided
+    ]  # fmt: skip
 
 
 def _compare_gradients(op: OpTest, sample: Sample, wanted: Sequence[int], dtype: Any) -> None:
@@ -270,9 +262,7 @@ def _compare_tangents(op: OpTest, sample: Sample, wanted: Sequence[int], dtype: 
 
 
 def check_compile(op: OpTest, device: str, dtype: Any) -> None:
-    """torch.compile(fullgraph=True, dynamic=True) of the op over samples of one structure
-    (one graph, dynamic sizes): results and, for a differentiable op, the gradients of its
-    floating dense inputs equal eager's."""
+    """As shared_build.battery says, over samples of one structure: one graph, dynamic sizes."""
     import torch
 
     torch._dynamo.reset()
@@ -280,15 +270,9 @@ def check_compile(op: OpTest, device: str, dtype: Any) -> None:
     for sample in _same_structure(_samples(op, device, dtype)):
         args = list(_detach(sample.args))
         leaves = []
-        if op.differentiable:
-            for i, a in enumerate(args):
-                if (
-                    isinstance(a, torch.Tensor)
-                    and a.dtype.is_floating_point
-                    and a.layout == torch.strided
-                ):
-                    args[i] = a.clone().requires_grad_()
-                    leaves.append(args[i])
+        for i in _floating(args) if op.differentiable else ():
+            args[i] = args[i].clone().requires_grad_()
+            leaves.append(args[i])
         eager = op.fn(*args, **sample.kwargs)
         got = compiled(*args, **sample.kwargs)
         what = f"compiled {op.name}({sample.name})"
@@ -298,9 +282,7 @@ def check_compile(op: OpTest, device: str, dtype: Any) -> None:
         ]
         if not (pairs and leaves):
             continue
-        seeds = [
-            torch.randn(g.shape, dtype=torch.float64, device=g.device).to(g.dtype) for g, _ in pairs
-        ]
+        seeds = [torch.randn_like(g, dtype=torch.float64).to(g.dtype) for g, _ in pairs]
         grads = torch.autograd.grad([g for g, _ in pairs], leaves, seeds, allow_unused=True)
         want = torch.autograd.grad([e for _, e in pairs], leaves, seeds, allow_unused=True)
         for i, (g, w) in enumerate(zip(grads, want, strict=True)):
@@ -312,18 +294,12 @@ def check_compile(op: OpTest, device: str, dtype: Any) -> None:
 def _structure(sample: Sample) -> tuple:
     """What a fake kernel or a compiled graph depends on: ranks, layouts, dtypes, strides
     up to size, whether tensors are empty."""
-    return tuple(
-        (t.dim(), t.layout, t.dtype, t.numel() == 0, t.layout == t.layout and _contiguity(t))
-        for t in _tensors(sample.args)
-    )
-
-
-def _contiguity(t: Any) -> str:
     import torch
 
-    if t.layout != torch.strided:
-        return "sparse"
-    return "contiguous" if t.is_contiguous() else "strided"
+    return tuple(
+        (t.dim(), t.layout, t.dtype, t.numel() == 0, t.layout != torch.strided or t.is_contiguous())
+        for t in _tensors(sample.args)
+    )
 
 
 def _one_of_each_structure(samples: Sequence[Sample]) -> list[Sample]:
@@ -346,51 +322,38 @@ def _same_structure(samples: Sequence[Sample], most: int = 3) -> list[Sample]:
     return [s for s in samples if structure(s) == first][:most]
 
 
-class _Call:
-    """A module calling the op with a sample's non-tensor arguments fixed."""
+def _module(op: OpTest, sample: Sample) -> tuple[Any, tuple]:
+    """A module calling the op with a sample's non-tensor arguments fixed, and its tensors."""
+    import torch
 
-    def __new__(cls, op: OpTest, sample: Sample):
-        import torch
+    positions = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
 
-        positions = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+    class Call(torch.nn.Module):
+        def forward(self, *tensors):
+            args = list(sample.args)
+            for i, t in zip(positions, tensors, strict=True):
+                args[i] = t
+            return op.op(*args, **sample.kwargs)
 
-        class Call(torch.nn.Module):
-            def forward(self, *tensors):
-                args = list(sample.args)
-                for i, t in zip(positions, tensors, strict=True):
-                    args[i] = t
-                return op.op(*args, **sample.kwargs)
-
-        return Call(), tuple(_detach(sample.args[i]) for i in positions)
+    return Call(), tuple(_detach(sample.args[i]) for i in positions)
 
 
 def check_export(op: OpTest, device: str, dtype: Any) -> None:
     import torch
 
     for sample in _samples(op, device, dtype):
-        module, tensors = _Call(op, sample)
+        module, tensors = _module(op, sample)
         eager = module(*tensors)
         program = torch.export.export(module, tensors)
-        _close(
-            program.module()(*tensors),
-            eager,
-            _tolerance(op, dtype),
-            f"exported {op.name}({sample.name})",
-        )
+        what, tolerance = f"{op.name}({sample.name})", _tolerance(op, dtype)
+        _close(program.module()(*tensors), eager, tolerance, f"exported {what}")
         if op.aoti:
-            import tempfile
-
             with tempfile.TemporaryDirectory() as folder:
                 path = torch._inductor.aoti_compile_and_package(
                     program, package_path=os.path.join(folder, "op.pt2")
                 )
                 loaded = torch._inductor.aoti_load_package(path)
-                _close(
-                    loaded(*tensors),
-                    eager,
-                    _tolerance(op, dtype),
-                    f"AOTInductor {op.name}({sample.name})",
-                )
+                _close(loaded(*tensors), eager, tolerance, f"AOTInductor {what}")
         return  # one sample: exporting is the same for all
 
 
@@ -403,12 +366,10 @@ torch.save(module(*args), sys.argv[3])
 
 
 def check_torchscript(op: OpTest, device: str, dtype: Any) -> None:
-    import tempfile
-
     import torch
 
     sample = _samples(op, device, dtype)[0]
-    module, tensors = _Call(op, sample)
+    module, tensors = _module(op, sample)
     eager = module(*tensors)
     scripted = torch.jit.trace(module, tensors, check_trace=False)
     with tempfile.TemporaryDirectory() as folder:
@@ -420,12 +381,8 @@ def check_torchscript(op: OpTest, device: str, dtype: Any) -> None:
         assert done.returncode == 0, (
             f"the saved module failed in a fresh process:\n{done.stderr[-3000:]}"
         )
-        _close(
-            torch.load(paths[2]),
-            eager,
-            _tolerance(op, dtype),
-            f"TorchScript {op.name}({sample.name})",
-        )
+        what = f"TorchScript {op.name}({sample.name})"
+        _close(torch.load(paths[2]), eager, _tolerance(op, dtype), what)
 
 
 def check_cuda_vs_cpu(op: OpTest, device: str, dtype: Any) -> None:
@@ -442,9 +399,8 @@ def check_cuda_vs_cpu(op: OpTest, device: str, dtype: Any) -> None:
     for sample in _samples(op, "cpu", dtype):
         cpu = op.fn(*sample.args, **sample.kwargs)
         cuda = op.fn(*to_cuda(sample.args), **to_cuda(sample.kwargs))
-        _close(
-            cuda, cpu, _tolerance(op, dtype), f"{op.name}({sample.name}) on CUDA against the CPU"
-        )
+        what = f"{op.name}({sample.name}) on CUDA against the CPU"
+        _close(cuda, cpu, _tolerance(op, dtype), what)
 
 
 def check_bad(op: OpTest, device: str, dtype: Any) -> None:
@@ -456,32 +412,27 @@ def check_bad(op: OpTest, device: str, dtype: Any) -> None:
 
 
 def check_threads(op: OpTest, device: str, dtype: Any) -> None:
+    import torch
+
     sample = max(
         _samples(op, device, dtype), key=lambda s: sum(t.numel() for t in _tensors(s.args))
     )
     args = _detach(sample.args)
     expected = _tensors(op.op(*args, **sample.kwargs))
-    results: list[Any] = [None] * 8
     start = threading.Barrier(8)
 
-    def worker(i: int) -> None:
-        try:
-            start.wait()
-            for _ in range(5):
-                results[i] = _tensors(op.op(*args, **sample.kwargs))
-        except BaseException as error:  # reported below, with the thread's number
-            results[i] = error
+    def worker() -> list[Any]:
+        start.wait()
+        for _ in range(5):
+            got = _tensors(op.op(*args, **sample.kwargs))
+        return got
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    import torch
-
+    with ThreadPoolExecutor(8) as pool:
+        futures = [pool.submit(worker) for _ in range(8)]
     what = f"{op.name}({sample.name})"
-    for i, got in enumerate(results):
-        assert not isinstance(got, BaseException), f"thread {i}: {got!r}"
+    for i, future in enumerate(futures):
+        assert future.exception() is None, f"thread {i}: {future.exception()!r}"
+        got = future.result()
         if device in op.nondeterministic:
             _close(got, expected, _tolerance(op, dtype), f"{what}: thread {i}")
             continue
@@ -508,14 +459,13 @@ def check_memory(op: OpTest, device: str, dtype: Any) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for _ in range(2000):
-            op.fn(*sample.args, **sample.kwargs)
-        gc.collect()
-        before = rss()
-        for _ in range(20000):
-            op.fn(*sample.args, **sample.kwargs)
-        gc.collect()
-        grown = rss() - before
+        sizes = []
+        for calls in (2000, 20000):
+            for _ in range(calls):
+                op.fn(*sample.args, **sample.kwargs)
+            gc.collect()
+            sizes.append(rss())
+        grown = sizes[1] - sizes[0]
     finally:
         torch.set_num_threads(threads)
     assert grown < 4 << 20, (
@@ -529,11 +479,10 @@ def check_properties(op: OpTest, device: str, dtype: Any) -> None:
     hypothesis = pytest.importorskip("hypothesis")
     from hypothesis import assume, given, note, settings
 
-    check = op.check or (
-        lambda sample, got, want: _close(
-            got, want, _tolerance(op, _tensors(got)[0].dtype), f"{op.name}({sample.name})"
-        )
-    )
+    def close(sample: Sample, got: Any, want: Any) -> None:
+        _close(got, want, _tolerance(op, _tensors(got)[0].dtype), f"{op.name}({sample.name})")
+
+    check = op.check or close
 
     # Dtypes a run leaves out of the drawn samples (e.g. the GPU check's initcheck, which
     # cannot see cuBLAS's half-precision writes): "float16,bfloat16".
@@ -549,7 +498,7 @@ def check_properties(op: OpTest, device: str, dtype: Any) -> None:
         assume(not any(str(t.dtype).removeprefix("torch.") in left_out for t in tensors))
         note(sample.name)
         got = op.fn(*sample.args, **sample.kwargs)
-        check(sample, got, _expected(op, sample))
+        check(sample, got, op.reference(*sample.args, **sample.kwargs))
         boxed = op.op(*sample.args, **sample.kwargs)  # the same through torch.ops
         if device in op.nondeterministic:
             _close(boxed, got, _tolerance(op, _tensors(got)[0].dtype), "torch.ops' result")

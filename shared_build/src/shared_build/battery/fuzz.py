@@ -83,9 +83,8 @@ def check_fuzz(op: OpTest, device: str, dtype: Any) -> None:
 
     import torch
 
-    sample = _samples(
-        op, "cpu", torch.float32 if "float32" in op.dtypes else getattr(torch, op.dtypes[-1])
-    )[0]
+    float_dtype = torch.float32 if "float32" in op.dtypes else getattr(torch, op.dtypes[-1])
+    sample = _samples(op, "cpu", float_dtype)[0]
     cases = fuzz_cases(op, sample)
     qualified = f"{op.op._schema.name.replace('::', '.')}.{op.op._overloadname}"
     with tempfile.TemporaryDirectory() as folder:

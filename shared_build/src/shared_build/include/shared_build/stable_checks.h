@@ -46,55 +46,34 @@ inline Sizes sizes_of(const torch::stable::Tensor& t) {
 inline std::string device_name(const torch::stable::Tensor& t) {
   using torch::headeronly::DeviceType;
   const auto device = t.device();
-  std::string name;
-  switch (device.type()) {
-    case DeviceType::CPU:
-      name = "cpu";
-      break;
-    case DeviceType::CUDA:
-      name = "cuda";
-      break;
-    case DeviceType::Meta:
-      name = "meta";
-      break;
-    case DeviceType::XPU:
-      name = "xpu";
-      break;
-    case DeviceType::MPS:
-      name = "mps";
-      break;
-    default:
-      name = "device type " + std::to_string(static_cast<int>(device.type()));
-  }
+  const auto type = device.type();
+  std::string name =
+      type == DeviceType::CPU    ? "cpu"
+      : type == DeviceType::CUDA ? "cuda"
+      : type == DeviceType::Meta ? "meta"
+      : type == DeviceType::XPU  ? "xpu"
+      : type == DeviceType::MPS
+          ? "mps"
+          : "device type " + std::to_string(static_cast<int>(type));
   if (device.index() >= 0) {
     name += ":" + std::to_string(device.index());
   }
   return name;
 }
 
-// Strided, SparseCsr ... as c10 prints a layout.
+// Strided, SparseCsr ... as c10 prints a layout; in the order of the enum,
+// whose values the stable ABI fixes.
 inline const char* layout_name(torch::headeronly::Layout layout) {
-  using torch::headeronly::Layout;
-  switch (layout) {
-    case Layout::Strided:
-      return "Strided";
-    case Layout::Sparse:
-      return "Sparse";
-    case Layout::SparseCsr:
-      return "SparseCsr";
-    case Layout::SparseCsc:
-      return "SparseCsc";
-    case Layout::SparseBsr:
-      return "SparseBsr";
-    case Layout::SparseBsc:
-      return "SparseBsc";
-    case Layout::Mkldnn:
-      return "Mkldnn";
-    case Layout::Jagged:
-      return "Jagged";
-    default:
-      return "unknown";
-  }
+  static const char* const names[] = {"Strided",
+                                      "Sparse",
+                                      "SparseCsr",
+                                      "Mkldnn",
+                                      "SparseCsc",
+                                      "SparseBsr",
+                                      "SparseBsc",
+                                      "Jagged"};
+  const auto i = static_cast<size_t>(layout);
+  return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
 }
 
 }  // namespace shared_build

@@ -199,6 +199,9 @@ def applied(mutant: dict):
         path.write_bytes(original)
 
 
+PYTEST_STARTED = re.compile(r"nox > (\S+ -m )?pytest ")  # nox's line as it starts the tests
+
+
 def measure(command: list[str], test_limit: float, build_limit: float = 1800) -> tuple[str, str]:
     """One `nox -s dev`: (verdict, the first failure or the last line). test_limit's clock
     starts when nox starts pytest; a build that fails never gets there (stillborn)."""
@@ -209,9 +212,7 @@ def measure(command: list[str], test_limit: float, build_limit: float = 1800) ->
         try:
             while proc.poll() is None and not timeout:
                 time.sleep(0.5)
-                if not started and re.search(
-                    r"nox > (\S+ -m )?pytest ", Path(log.name).read_text()
-                ):
+                if not started and PYTEST_STARTED.search(Path(log.name).read_text()):
                     started = time.monotonic()
                 limit = test_limit if started else build_limit
                 timeout = time.monotonic() - (started or begin) > limit
@@ -220,6 +221,8 @@ def measure(command: list[str], test_limit: float, build_limit: float = 1800) ->
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         text = Path(log.name).read_text()
+    # A run that ends between two polls (or before its output is flushed) is judged on its log.
+    started = started or bool(PYTEST_STARTED.search(text))
     failed = re.search(r"^(FAILED|ERROR) .*", text, re.M)
     why = (failed.group(0) if failed else (text.strip().splitlines() or [""])[-1])[:300]
     if timeout or proc.returncode == 0:

@@ -937,7 +937,7 @@ def test_cuda_takes_more_rows_than_the_grid():
 
 
 @pytest.mark.slow  # 2 GB of address space (two pages touched): not under ASan
-def test_cpu_plane_spans_on_both_sides_of_2_to_the_31():
+def test_cpu_plane_spans_either_side_of_the_int32_offsets_limit():
     """The CPU kernel's int32 offsets (check_plane_extent): a strided plane spanning 2^31 - 1
     elements runs in place, one spanning 2^31 is copied to a contiguous plane first; both
     give the pixels of the same image made contiguous."""

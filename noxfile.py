@@ -368,12 +368,15 @@ def bench(session: nox.Session) -> None:
     for torch in versions:
         # From source under this torch: the bench needs no builder torch for the stable ABI.
         cuda = torch_env(session, torch, "bench")
+        skipped = {p.name: f"needs CUDA; torch {torch} here is a CPU build"
+                   for p in packages() if not cuda and p.cuda == "required"}  # fmt: skip
         built = [build_wheel(session, p, NOX / "wheelhouse" / "bench", SHARED_BUILD_STABLE_TARGET="")
-                 for p in packages() if cuda or p.cuda != "required"]  # fmt: skip
+                 for p in packages() if p.name not in skipped]  # fmt: skip
         install_wheels(session, built)
         raws.append(out / "raw" / f"torch-{torch}.json")
         raws[-1].parent.mkdir(parents=True, exist_ok=True)
-        session.run("python", "-m", "benchmarks.run", "--output", str(raws[-1]), *args)
+        session.run("python", "-m", "benchmarks.run", "--output", str(raws[-1]),
+                    "--skipped", json.dumps(skipped), *args)  # fmt: skip
     session.run("python", "-m", "benchmarks.report", "--output-dir", str(out), *map(str, raws))
     session.log(f"report: {out.relative_to(ROOT)}/report.md" + ("" if publish else " (untracked)"))
 

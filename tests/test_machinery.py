@@ -3,6 +3,7 @@ reads live in that file alone, CI's closing table, the wheelhouse's manylinux ru
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -101,43 +102,170 @@ def test_a_wheel_is_manylinux_only_by_its_tags_and_its_glibc() -> None:
     assert problem(good, shown) == "needs glibc 2.34, newer than manylinux_2_28_x86_64 allows"
 
 
-def documented_nox_commands() -> list[tuple[dict[str, str], list[str]]]:
-    """Each `nox -s` the README, the noxfile's docstring (what `nox -l` prints first) and the
-    README's session table name: (its environment, the sessions it names)."""
-    texts = [(ROOT / "README.md").read_text(), runpy.run_path(str(ROOT / "noxfile.py"))["__doc__"]]
+# Every command-line tool a user is pointed at, asked for --help as its usage says.
+HELPS = [["shared-build", "--help"], *(["shared-build", c, "--help"] for c in ("new", "doctor", "info")),
+         ["-m", "benchmarks.run", "--help"], ["-m", "benchmarks.report", "--help"],
+         *([f"tools/{t}.py", "--help"] for t in ("mutants", "wheelhouse", "abi_overhead", "ci_summary")),
+         ["examples/run_all.py", "--help"], ["examples/measure_build_times.py", "--help"],
+         [".ci/gpu_check.py", "--help"]]  # fmt: skip
+NOX_COMMAND = re.compile(r"((?:[A-Z_]+=\S+ )*)(?:python3 -m )?nox -s (\"[^\"]+\"|\w+(?: \| \w+)*)"
+                         r"((?: \[?--? ?[^`#\n|;&)]*)?)")  # fmt: skip
+
+
+def helps() -> dict[str, str]:
+    """Each tool's --help text; a tool that fails to print one fails here."""
+    texts = {}
+    for args in HELPS:
+        command = ([str(Path(sys.executable).with_name(args[0]))] if args[0] == "shared-build"
+                   else [sys.executable]) + args[args[0] == "shared-build":]  # fmt: skip
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr[-2000:])
+        assert len(done.stdout) > 80, (args, done.stdout)
+        texts[" ".join(args)] = done.stdout
+    return texts
+
+
+def error_hints(tmp_path: Path) -> str:
+    """What the noxfile's errors print, from real runs: a bare `nox -s dev`, and the static
+    sentences of the others (they name a command to run first)."""
+    run = [
+        sys.executable,
+        "-m",
+        "nox",
+        "-f",
+        str(ROOT / "noxfile.py"),
+        "--envdir",
+        str(tmp_path),
+        "-s",
+        "dev",
+    ]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "name a package first: nox -s dev -- {" in done.stderr, (
+        done.stderr
+    )
+    source = (ROOT / "noxfile.py").read_text()
+    static = [
+        m
+        for m in re.findall(r'session\.error\(f?"([^"]*)"', source)
+        if "nox -s" in m and "{{" not in m
+    ]
+    assert len(static) >= 3, static
+    return done.stderr + "\n".join(m.replace("{torch}", matrix()[-1]) for m in static)
+
+
+Command = tuple[str, dict[str, str], list[str], list[str]]
+
+
+def documented_nox_commands(extra: str = "", repository: bool = True) -> list[Command]:
+    """Each `nox -s` that a Markdown file, the noxfile (its docstrings, what `nox -l` prints,
+    and its errors) or `extra` names: (the text, its environment, the sessions with any nox
+    option written after them, what follows `--`)."""
+    texts = [extra]
+    if repository:
+        files = subprocess.run(["git", "ls-files", "*.md"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.split()  # fmt: skip
+        texts += [(ROOT / f).read_text() for f in files if not f.startswith("benchmarks/results/")]
+        tree = ast.parse((ROOT / "noxfile.py").read_text())
+        texts += [ast.get_docstring(n) or "" for n in [tree, *ast.walk(tree)] if isinstance(
+                  n, (ast.Module, ast.FunctionDef))]  # fmt: skip
     found = []
     for text in texts:
-        command = r"((?:[A-Z_]+=\S+ )*)(?:python3 -m )?nox -s (\"[^\"]+\"|\w+(?: \| \w+)*)"
-        for env, names in re.findall(command, text):
-            sessions = [n.strip().strip('"') for n in names.split("|")]
-            found.append((dict(v.split("=", 1) for v in env.split()), sessions))
-        for row in re.findall(r"^\| `([^`]+)`(?:, `([^`]+)`)* \|", text, re.M):
-            found += [({}, [name.split(" ")[0]]) for name in row if name and "nox" not in name]
+        for whole, env, names, rest in (
+            (m.group(0), *m.groups()) for m in NOX_COMMAND.finditer(text)
+        ):
+            args = rest.rstrip(".,:;").replace("[", " ").replace("]", " ").split()
+            nox_args, args = (
+                (args[: args.index("--")], args[args.index("--") + 1 :])
+                if "--" in args
+                else (args, [])
+            )
+            sessions = [n.strip().strip('"') for n in names.split("|")] + nox_args
+            found.append((whole, dict(v.split("=", 1) for v in env.split()), sessions, args))
+        sessions_table = text.split("## Sessions\n", 1)[1] if "## Sessions\n" in text else ""
+        for row in re.findall(r"^\| `([^`]+)`(?:, `([^`]+)`)* \|", sessions_table, re.M):
+            for name in (n for n in row if n and "nox" not in n):  # a session table's row
+                found += documented_nox_commands(f"nox -s {name}", repository=False)
     return found
 
 
-def test_every_documented_nox_command_selects_what_it_names() -> None:
-    """`nox -l` with each documented selection lists those sessions (and what they require),
-    nothing else; a `-k` would override `-s` and select everything."""
-    commands = documented_nox_commands()
-    assert len(commands) >= 15, commands
+def posargs_problem(session: str, args: list[str], flags: dict[str, set[str]]) -> str | None:
+    """Why a documented `nox -s SESSION -- ARGS` would not do what it says, or None."""
+    packages = {p.parent.name for p in ROOT.glob("packages/*/src")} | {"<package>", "my_op"}
+    names = [a for a in args if not a.startswith("-") and a not in ("...", "ARGS")]
+    if session == "dev":
+        first = args[0].strip("{}").split(",") if args else ["(none)"]
+        if not set(first) <= packages:
+            return f"dev needs a package first, got {args[:1]}"
+        if "--torch" in args and args[args.index("--torch") + 1] not in matrix():
+            return f"--torch {args[args.index('--torch') + 1]} is not in the matrix"
+    elif session == "release":
+        return next((f"{a} is not a torch of the matrix" for a in names if a not in matrix()), None)
+    elif session in flags:  # its flags are the tool's own (or nox's for bench)
+        unknown = [
+            a.split("=")[0]
+            for a in args
+            if a.startswith("--") and a.split("=")[0] not in flags[session]
+        ]
+        if unknown:
+            return f"{session} knows no {unknown}"
+        if session == "mutants" and not set(names) <= packages:
+            return f"mutants of {names}: not packages"
+    return None
+
+
+def test_every_documented_nox_command_selects_what_it_names(tmp_path) -> None:
+    """`nox -l` with each documented selection (the READMEs, docs, the noxfile's docstrings and
+    errors, every tool's --help) lists those sessions (and what they require), nothing else;
+    a `-k` would override `-s` and select everything. What follows `--` is checked too: a
+    package that exists, a torch of the matrix, flags the session's tool knows."""
+    texts = helps()
+    commands = documented_nox_commands("\n".join(texts.values()) + error_hints(tmp_path))
+    assert len(commands) >= 60, commands
+    wordy = {k: set(re.findall(r"--[a-z][a-z-]*", v)) for k, v in texts.items()}
+    flags = {"bench": wordy["-m benchmarks.run --help"] | {"--all-torch", "--publish", "--torch"},
+             "mutants": wordy["tools/mutants.py --help"], "gpu": wordy[".ci/gpu_check.py --help"],
+             "examples": wordy["examples/run_all.py --help"]}  # fmt: skip
     every = {s["session"] for s in nox_list(ROOT / "noxfile.py")}
-    for env, sessions in commands:
-        assert not any(" -k " in f" {s} " for s in sessions), sessions
-        names = [n for s in sessions for n in s.split()]
+    seen = set()
+    for whole, env, sessions, args in commands:
+        assert "-k" not in sessions, f"{whole}: nox's -k overrides -s and selects every session"
+        assert (problem := posargs_problem(sessions[0], args, flags)) is None, (whole, problem)
+        names = [n for s in sessions for n in s.split() if not n.startswith("-")]
+        if (key := (str(env), *names)) in seen:
+            continue
+        seen.add(key)
         os_env = {**os.environ, **env}
         out = subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-l",
                               "--json", "-s", *names], capture_output=True, text=True, env=os_env)  # fmt: skip
-        assert out.returncode == 0, (sessions, out.stderr)
+        assert out.returncode == 0, (whole, out.stderr)
         listed = {s["session"] for s in json.loads(out.stdout)} - ({"stable"} - set(names))
         wanted = {n for n in names if n in every or "(" in n}
         wanted |= {s for s in listed if s.split("(")[0] in names}
-        assert listed == wanted and listed, (env, sessions, listed)
+        assert listed == wanted and listed, (whole, listed)
         if "TORCH_VERSIONS" in env:
             versions = env["TORCH_VERSIONS"].split(",")
             assert {s for s in listed if s.startswith("tests(")} == {
                 f"tests(torch='{v}')" for v in versions
             }, (env, listed)
+
+
+def test_the_hint_checks_can_fail() -> None:
+    """What the test above rejects: a -k before --, a package that is not one, a torch not in
+    the matrix, a flag the session's tool does not know."""
+    flags = {"bench": {"--quick", "--all-torch", "--publish", "--torch"}}
+
+    def problems(text: str) -> list[str | None]:
+        return [posargs_problem(sessions[0], args, flags) if "-k" not in sessions else "-k"
+                for _, _, sessions, args in documented_nox_commands(text, repository=False)]  # fmt: skip
+
+    oldest = matrix()[0]
+    good = f"`nox -s dev -- add_ext [-k gradcheck] [--torch {oldest}]` `nox -s bench -- --quick`"
+    assert problems(good) == [None, None]
+    assert problems(f"`nox -s tests -k {oldest[:4]}`") == ["-k"]
+    assert problems("`nox -s dev -- ad_ext -q`")[0]
+    assert problems("`nox -s dev -- add_ext --torch 9.9`")[0]
+    assert problems("`nox -s release -- 9.9`")[0]
+    assert problems("`nox -s bench -- --quik`")[0]
 
 
 def test_test_modules_have_unique_names() -> None:

@@ -73,4 +73,8 @@ def main(torch: str, refs: dict[str, str]) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3:  # --help, or a wrong call: the usage, never a traceback
+        asked = sys.argv[1:] in (["-h"], ["--help"])
+        print(__doc__, file=sys.stdout if asked else sys.stderr)
+        sys.exit(0 if asked else 2)
     main(sys.argv[1], json.loads(sys.argv[2]))

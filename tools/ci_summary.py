@@ -87,4 +87,6 @@ def main(report: Path) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        sys.exit(print(__doc__))
     sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else ".nox/report.json")))

@@ -134,6 +134,8 @@ def main(argv: list[str]) -> None:
         check(Path(args[0]))
     elif command == "prove" and len(args) >= 2:
         prove(Path(args[0]), Path(args[1]), args[2:])
+    elif command in ("-h", "--help"):
+        print(__doc__)
     else:
         sys.exit(__doc__)
 

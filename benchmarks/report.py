@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,11 @@ def trust(runs: dict[str, dict], flagged: dict[tuple, str]) -> str:
                 f"{times} times ({counted} in all): no goal they feed has a verdict; rerun on "
                 "a quiet machine.")  # fmt: skip
     if flagged:
-        return f"**Trust: partly.** A quiet machine; {counted}, their goals inconclusive."
+        noisy = sum(bool(re.search(r"(^|; )IQR \d", why)) for why in flagged.values())
+        hint = (f"; {noisy} of them vary between calls though load and steal looked quiet (noise "
+                "those checks cannot see: a VM's neighbours, clock changes), so rerun before "
+                "reading a verdict") if 2 * noisy > len(flagged) else ""  # fmt: skip
+        return f"**Trust: partly.** A quiet machine; {counted}, their goals inconclusive{hint}."
     return f"**Trust: yes.** A quiet machine, and none of {times} times flagged."
 
 

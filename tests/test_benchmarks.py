@@ -254,6 +254,19 @@ def test_a_clean_run_says_nothing_was_flagged():
     assert report.render(runs).count("**Trust: yes.**") == 1
 
 
+def test_a_quiet_machine_with_noisy_times_says_to_rerun():
+    """The Quickstart's bench on a quiet 2-core EPYC VM (2026-11-28): load and steal were quiet,
+    yet 98 of 125 times had an IQR over the limit. The header says so and what to do."""
+    noisy = _one_run([_m("toy", 1e-6, ours=True, iqr=3e-7, machine=QUIET),
+                      _m("eager", 2e-6, iqr=6e-7, machine=QUIET)])  # fmt: skip
+    header = report.render(noisy).splitlines()[2]
+    assert header.startswith("**Trust: partly.**") and "rerun before reading a verdict" in header
+    quiet = _one_run([_m("toy", 1e-6, ours=True, iqr=3e-7, machine=QUIET),
+                      _m("eager", 2e-6, iqr=2e-8, machine=QUIET)])  # fmt: skip
+    quiet["1.0.0"]["measurements"][1]["samples"] = 2  # one noisy, one without an IQR
+    assert "partly" in report.render(quiet) and "rerun" not in report.render(quiet).splitlines()[2]
+
+
 def test_the_header_records_load_governor_and_clocksource():
     runs = _one_run([_m("toy", 1e-6, ours=True)])
     runs["1.0.0"]["machine"].update(load_before=0.5, load_after=3.25, governor="performance",

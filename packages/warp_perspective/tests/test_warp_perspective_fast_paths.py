@@ -53,6 +53,17 @@ def inverse_map(scale: float, shear: float, shift: float) -> torch.Tensor:
     )
 
 
+# x' = 3.1 / (22.27 - x), y' = 8.3 + y / (64 (22.27 - x)): the one inverse map whose source
+# columns are not monotone along a destination row, across its vanishing point (x = 22.27).
+# The portable level's group of destination columns 20-23 reads source columns 1, 2, 11 and
+# -4 (outside: the border window path): the widest tap is lane 2's, the only group of any
+# call where it is neither the first nor the last lane. A horizontal max (Vec::hmax) that
+# misses a lane takes the border window there and reads past it.
+VANISHING = torch.tensor(
+    [[0.0, 0.0, 3.1], [-8.3, 1 / 64, 8.3 * 22.27], [-1.0, 0.0, 22.27]], dtype=torch.float64
+)
+
+
 def path_calls() -> list[tuple[str, torch.Tensor, str, tuple[int, int]]]:
     """(name, the warp (source to destination), the image's layout, dsize): the contiguous
     calls of every scale, shear and shift, and the layouts and sizes that cannot load
@@ -61,6 +72,9 @@ def path_calls() -> list[tuple[str, torch.Tensor, str, tuple[int, int]]]:
         (f"scale {s}, shear {c}, shift {t}", torch.linalg.inv(inverse_map(s, c, t)), "contiguous", DSIZE)
         for s, c, t in itertools.product(SCALES, SHEARS, SHIFTS)
     ]  # fmt: skip
+    calls.append(
+        ("vanishing point inside a group", torch.linalg.inv(VANISHING), "contiguous", DSIZE)
+    )
     near_identity = torch.linalg.inv(inverse_map(1.0, 3 / 32, 1 / 128))
     calls.append(("transposed image", near_identity, "transposed", DSIZE))
     calls.append(("channels_last image", near_identity, "channels_last", DSIZE))

@@ -3,8 +3,10 @@ with backpropagation through time (parameters, old_h and old_cell need gradients
 and forward+backward, at the tutorial's shape and a large one, against the tutorial's eager
 LLTM, torch.compile of it (on CUDA also mode="reduce-overhead") and floors: the step's GEMMs
 alone, those plus autograd.grad through a trivial graph (no step through autograd gets
-below it), and for the package's forward and backward ops called directly ("lltm ops"), the
-GEMMs each after the cheapest op that writes its input (FRESH_FLOOR), as a step's are.
+below it), and the GEMMs each after the cheapest op that writes its input (FRESH_FLOOR: the
+concatenation of old_h and input, a fresh gate gradient), as a step's are: alone for the
+package's forward and backward ops called directly ("lltm ops"), plus autograd.grad for a
+step (FRESH_FLOOR_GRAD, the floor a step through autograd must pay, issue 63).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from torch import nn
 from benchmarks.harness import Context
 
 FRESH_FLOOR = "GEMM floor (fresh inputs)"
+FRESH_FLOOR_GRAD = "GEMM floor (fresh inputs) + autograd.grad"
 TUTORIAL = (16, 32, 128)
 LARGE = (64, 256, 1024)
 OPS = ("lltm forward", "lltm forward+backward", "lltm ops forward+backward")
@@ -105,6 +108,10 @@ def _time_shape(ctx: Context, package, device: str, shape: tuple, ops: list[str]
         torch.mm(fresh_d_gates.t(), fresh_X)
         torch.mm(fresh_d_gates, weights[:, :state])
 
+    def fresh_gemms_and_autograd():
+        fresh_gemms()
+        torch.autograd.grad([h_leaf * 2.0, c_leaf * 2.0], [h_leaf, c_leaf], [grad_h, grad_c])
+
     steps = {name: step(model) for name, model in models.items()}
     if device == "cuda":
         graphed = torch.compile(eager, mode="reduce-overhead", dynamic=False)
@@ -113,7 +120,8 @@ def _time_shape(ctx: Context, package, device: str, shape: tuple, ops: list[str]
         "lltm forward": {**{n: lambda m=m: m(x, (h, c)) for n, m in models.items()},
                          "GEMM floor": lambda: torch.addmm(bias, X, weights.t())},
         "lltm forward+backward": {**steps, "GEMM floor": gemms,
-                                  "GEMM floor + autograd.grad": gemms_and_autograd},
+                                  "GEMM floor + autograd.grad": gemms_and_autograd,
+                                  FRESH_FLOOR_GRAD: fresh_gemms_and_autograd},
         "lltm ops forward+backward": {package.__name__: ops_step, "GEMM floor": gemms,
                                       FRESH_FLOOR: fresh_gemms},
     }  # fmt: skip

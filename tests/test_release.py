@@ -105,19 +105,30 @@ def test_release_wheels_are_manylinux_2_28_without_build_machine_paths(wheelhous
                         assert all(p.startswith("$ORIGIN") for p in paths), (library, line)
 
 
-@contextlib.contextmanager
 def _index(folder: Path):
     """The wheels in ``folder`` served as a package index over HTTP by pypiserver, on a free
     port of 127.0.0.1, with no fallback to PyPI: yields its simple URL, for --index-url."""
+    return _server(["-m", "pypiserver", "run", "--interface", "127.0.0.1", "--port", "{port}",
+                    "--disable-fallback", str(folder)], "simple/")  # fmt: skip
+
+
+def _served(folder: Path):
+    """The files in ``folder`` served over HTTP (as GitHub Pages serves them) on a free port
+    of 127.0.0.1: yields the folder's URL."""
+    return _server(["-m", "http.server", "--bind", "127.0.0.1", "--directory", str(folder),
+                    "{port}"], "")  # fmt: skip
+
+
+@contextlib.contextmanager
+def _server(args: list[str], path: str):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "pypiserver", "run", "--interface", "127.0.0.1", "--port",
-         str(port), "--disable-fallback", str(folder)],
+        [sys.executable, *(str(port) if a == "{port}" else a for a in args)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/simple/"
+    url = f"http://127.0.0.1:{port}/{path}"
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -128,7 +139,7 @@ def _index(folder: Path):
                 if server.poll() is not None or time.monotonic() > deadline:
                     server.kill()
                     raise AssertionError(
-                        f"pypiserver did not serve {url}: {server.stderr.read()}"
+                        f"{args[1]} did not serve {url}: {server.stderr.read()}"
                     ) from None
                 time.sleep(0.2)
         yield url
@@ -218,13 +229,10 @@ def test_release_wheels_pass_the_abi_audits(wheelhouse, tmp_path):
             assert f"{name}: uses libtorch without the stable ABI" in output, output[-3000:]
 
 
-def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
-    wheelhouse, clean_env, tmp_path, sdist_of
-):
-    """The packages named from the wheelhouse served as an index, with no compiler reachable
-    (PATH holds the environment's bin folder and binutils, CC=false, CXX=false): every
-    package installs, imports and passes its own tests, run from its sdist (the non-slow
-    ones: the slow ones build programs). nox -s cpython runs the same proof."""
+def _proven(clean_env: Path, house: Path, sdists: Path, *source: str) -> None:
+    """tools/wheelhouse.py prove in the clean environment (torch, the packages' test
+    requirements, none of our packages, not even shared_build): every package installs by
+    name from source with no compiler reachable, and passes its tests from its sdist."""
     names = sorted(RELEASE_WHEELS)
     test_requires = sorted(
         {
@@ -238,18 +246,53 @@ def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
     )
     run(str(clean_env), "-m", "pip", "install", "-q", *test_requires)
     run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "shared_build")
+    try:
+        proof = run(str(clean_env), str(WHEELHOUSE), "prove", str(house), str(sdists), *source,
+                    check=False)  # fmt: skip
+        said = proof.stdout + proof.stderr
+        assert proof.returncode == 0, said[-4000:]
+        for name in names:
+            assert re.search(rf"^  {name}: \d+ passed", proof.stdout, re.M), said[-4000:]
+    finally:
+        run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", *names, check=False)
+        run(str(clean_env), "-m", "pip", "install", "-q", str(ROOT / "shared_build"))
+
+
+def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
+    wheelhouse, clean_env, tmp_path, sdist_of
+):
+    """The packages named from the wheelhouse served as an index, with no compiler reachable
+    (PATH holds the environment's bin folder and binutils, CC=false, CXX=false): every
+    package installs, imports and passes its own tests, run from its sdist (the non-slow
+    ones: the slow ones build programs). nox -s cpython runs the same proof."""
     sdists = tmp_path / "sdist"
-    for name in names:
+    for name in RELEASE_WHEELS:
         sdist_of(name, sdists)
     with _index(wheelhouse) as index:
-        proof = run(str(clean_env), str(WHEELHOUSE), "prove", str(wheelhouse), str(sdists),
-                    "--index-url", index, check=False)  # fmt: skip
-    said = proof.stdout + proof.stderr
-    assert proof.returncode == 0, said[-4000:]
-    for name in names:
-        assert re.search(rf"^  {name}: \d+ passed", proof.stdout, re.M), said[-4000:]
-    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", *names)
-    run(str(clean_env), "-m", "pip", "install", "-q", str(ROOT / "shared_build"))
+        _proven(clean_env, wheelhouse, sdists, "--index-url", index)
+
+
+def test_the_find_links_pages_install_each_package_by_name_over_http(
+    wheelhouse, clean_env, tmp_path, sdist_of
+):
+    """What a tag deploys to GitHub Pages (tools/wheelhouse.py pages), served over HTTP on
+    127.0.0.1: with no index and no compiler, the page of this torch build
+    (torch-2.15.0+cu132.html) installs every package by name, and each passes its tests;
+    stable.html lists the wheels every torch takes (stable ABI, shared_build) and no other."""
+    house = tmp_path / "house" / f"torch-{torch.__version__.split('+')[0]}"
+    shutil.copytree(wheelhouse, house)
+    site = tmp_path / "site"
+    run(sys.executable, str(WHEELHOUSE), "pages", str(house.parent), str(site))
+    stable = re.findall(r'href="stable/(\w+)-', (site / "stable.html").read_text())
+    assert sorted(stable) == sorted(
+        ["shared_build", *(n for n in RELEASE_WHEELS if _abi(n) == "stable")]
+    )
+    sdists = tmp_path / "sdist"
+    for name in RELEASE_WHEELS:
+        sdist_of(name, sdists)
+    with _served(site) as url:
+        page = f"{url}torch-{torch.__version__}.html"
+        _proven(clean_env, house, sdists, "--no-index", "--find-links", page)
 
 
 def test_another_torchs_wheel_is_refused_naming_both_versions(wheelhouse, clean_env, tmp_path):

@@ -3,15 +3,18 @@
     python tools/wheelhouse.py repair --out DIR WHEEL...   # manylinux_2_28, index.html
     python tools/wheelhouse.py check HOUSE                 # auditwheel show, twine check
     python tools/wheelhouse.py prove DIR SDISTS [pip source args]
+    python tools/wheelhouse.py pages HOUSE SITE            # find-links pages per torch build
 
 `prove` installs each package by name from DIR (or the pip source arguments given, e.g.
 --index-url URL) into the running environment with no compiler reachable, runs its tests
 (not the slow ones) from its sdist, prints one line per package, and fails unless each
 installed and passed. nox -s release, nox -s cpython and tests/test_release.py run it.
+`pages` is what a tag deploys to GitHub Pages (.github/workflows/ci.yml).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from pathlib import Path
 
 # The oldest glibc our wheels load on (RHEL 8, Debian 10, Ubuntu 18.10 and newer), as torch's.
@@ -126,12 +130,54 @@ def prove(house: Path, sdists: Path, source: list[str]) -> None:
         sys.exit(f"not proven under CPython {python}: {', '.join(failed)}")
 
 
+def build_info(wheel: Path) -> dict:
+    """The build record shared_build writes into a package's wheel; {} for shared_build's."""
+    with zipfile.ZipFile(wheel) as archive:
+        found = [n for n in archive.namelist() if n.endswith("/_build_info.py")]
+        tree = ast.parse(archive.read(found[0]) if found else b"")
+    values = [n.value for n in tree.body if isinstance(n, ast.AnnAssign) and n.value]
+    return next((ast.literal_eval(v) for v in values if isinstance(v, ast.Dict)), {})
+
+
+def pages(house: Path, site: Path) -> None:
+    """HOUSE's torch-<v>/ folders as a find-links site: the wheels that load under every
+    torch (stable ABI, shared_build's) once, in SITE/stable/; each torch's own in a folder
+    named for the torch build they were made against (torch-2.15.0+cu132/, from their build
+    record); a page per folder (stable.html; torch-2.15.0+cu132.html lists the stable ones
+    too), for `pip install NAME --find-links URL/torch-2.15.0+cu132.html`."""
+    listed: dict[str, list[str]] = {"stable": []}
+    for folder in sorted(house.glob("torch-*/")):
+        own = []
+        for wheel in sorted(folder.glob("*.whl")):
+            info = build_info(wheel)
+            if info.get("abi", "stable") == "full":
+                own.append(wheel)
+                name = f"torch-{info['torch']}"
+            elif f"stable/{wheel.name}" not in listed["stable"]:
+                (site / "stable").mkdir(parents=True, exist_ok=True)
+                shutil.copy2(wheel, site / "stable")
+                listed["stable"].append(f"stable/{wheel.name}")
+        if not own:
+            sys.exit(f"{folder}: no full-ABI wheel, whose build record names the torch build")
+        (site / name).mkdir(parents=True)
+        for wheel in own:
+            shutil.copy2(wheel, site / name)
+        listed[name] = [f"{name}/{w.name}" for w in own]
+    for name, links in listed.items():
+        links += listed["stable"] if name != "stable" else []
+        body = "".join(f'<a href="{link}">{link.split("/")[-1]}</a><br>\n' for link in links)
+        (site / f"{name}.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{body}</body></html>\n")
+    print(f"{site}: {', '.join(f'{n}.html' for n in listed)}")
+
+
 def main(argv: list[str]) -> None:
     command, *args = argv or ["help"]
     if command == "repair" and args[:1] == ["--out"]:
         repair(Path(args[1]), args[2:])
     elif command == "check" and len(args) == 1:
         check(Path(args[0]))
+    elif command == "pages" and len(args) == 2:
+        pages(Path(args[0]), Path(args[1]))
     elif command == "prove" and len(args) >= 2:
         prove(Path(args[0]), Path(args[1]), args[2:])
     elif command in ("-h", "--help"):

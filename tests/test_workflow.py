@@ -1,8 +1,8 @@
 """The workflow (.github/workflows/) and .ci/run run the same nox sessions with the same
 command after the same setup: .ci/run runs lint and the sessions nox tags "ci", the workflow's
-matrix reads them from `nox -l --json -t ci`, never listed by hand; the GPU job runs the GPU
-check only when asked. What the workflows' syntax and security need, actionlint and zizmor
-check (nox -s lint)."""
+matrix reads them from `nox -l --json -t ci`, never listed by hand; each wheel is built in one
+job and tested in others; a tag publishes; the GPU job runs only a reviewed commit. What the
+workflows' syntax and security need, actionlint and zizmor (pedantic) check (nox -s lint)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +25,12 @@ WORKFLOWS = {
 JOBS = {
     f"{file}:{name}": job for file, flow in WORKFLOWS.items() for name, job in flow["jobs"].items()
 }
-# What the workflow adds to .ci/run's sessions: the wheelhouse as an artifact, and the
-# wheels under the other CPythons.
+# What the workflow adds to .ci/run's sessions: the release wheels, built once per torch,
+# and those wheels under every CPython.
 WORKFLOW_ONLY = {"release", "cpython"}
-NOX = re.compile(r"python3 -m nox -s (\S+(?: (?!--)\S+)*)")
+NOX = re.compile(r"python3 -m nox (?:--no-dependencies )?-s (\S+(?: (?!--)\S+)*)")
+IMAGE = re.compile(r"python:3\.11-bookworm@sha256:[0-9a-f]{64}")  # .ci/run's CPython, by digest
+TAG = "startsWith(github.ref, 'refs/tags/v')"
 LIST_CI = "python3 -m nox -l --json -t ci"
 
 
@@ -50,9 +53,23 @@ def expression(text: str) -> str:
     return found.group(1)
 
 
-def sessions_of_matrix(file: str, job: dict) -> list[str]:
+def steps(key: str, **where: str) -> list[dict]:
+    """The steps of a job whose fields start with the values given (uses, run)."""
+    return [s for s in JOBS[key]["steps"] if all(s.get(k, "").startswith(v) for k, v in where.items())]  # fmt: skip
+
+
+def sessions_of_matrix(file: str, job: dict, env: str) -> list[str]:
     """The sessions of a job whose matrix is the output of the job it needs: the step behind
-    that output must list nox's ci-tagged sessions."""
+    that output must list nox's ci-tagged sessions (matrix.session), or nox -s cpython's
+    (matrix.cpython.session)."""
+    if env == "matrix.cpython.session":
+        step = JOBS[f"{file}:sessions"]["steps"][-1]
+        assert (
+            job["strategy"]["matrix"]["cpython"]
+            == "${{ fromJSON(needs.sessions.outputs.cpython) }}"
+        )
+        assert "python3 -m nox -l --json -s tests cpython" in step["run"]
+        return [s["session"] for s in nox_list("-s", "cpython") if s["name"] == "cpython"]
     found = re.fullmatch(
         r"fromJSON\(needs\.(\w+)\.outputs\.(\w+)\)",
         expression(job["strategy"]["matrix"]["session"]),
@@ -76,8 +93,8 @@ def workflow_sessions() -> dict[str, list[str]]:
             for arg in NOX.findall(step.get("run", "")):
                 for one in shlex.split(arg):
                     if one.startswith("$"):
-                        assert expression(step["env"][one[1:]]) == "matrix.session"
-                        names = sessions_of_matrix(key.split(":")[0], job)
+                        env = expression(step["env"][one[1:]])
+                        names = sessions_of_matrix(key.split(":")[0], job, env)
                     else:
                         names = [one]
                     for name in names:
@@ -86,11 +103,12 @@ def workflow_sessions() -> dict[str, list[str]]:
 
 
 def ci_run_sessions() -> set[str]:
-    """What .ci/run runs: the sessions it names (lint) and the ci-tagged ones."""
+    """What .ci/run runs: the sessions it names (lint), the ci-tagged ones and those they
+    require (stable)."""
     code = "\n".join(line.split("#")[0] for line in CI_RUN.splitlines())
     named = {one for a in NOX.findall(code) for one in shlex.split(a)}
     assert "python3 -m nox -t ci --parallel 2" in code
-    return named | set(ci_sessions())
+    return named | {s["session"] for s in nox_list("-t", "ci")}
 
 
 def test_the_workflow_runs_every_session_ci_run_runs_and_no_other() -> None:
@@ -99,9 +117,9 @@ def test_the_workflow_runs_every_session_ci_run_runs_and_no_other() -> None:
     matrix = [line.split("#")[0].strip().removeprefix("torch==")
               for line in (ROOT / "requirements" / "torch-matrix.txt").read_text().splitlines()
               if line.split("#")[0].strip()]  # fmt: skip
-    assert {"lint", "sanitize", *(f"tests(torch='{v}')" for v in matrix)} <= ci_run
+    assert {"lint", "sanitize", "stable", *(f"tests(torch='{v}')" for v in matrix)} <= ci_run
     assert not ci_run - set(workflow), "run by .ci/run, not by the workflow"
-    assert set(workflow) - ci_run == WORKFLOW_ONLY
+    assert {s.split("(")[0] for s in set(workflow) - ci_run} == WORKFLOW_ONLY
     assert all(len(jobs) == 1 for jobs in workflow.values()), workflow
 
 
@@ -125,46 +143,204 @@ def test_the_matrix_comes_from_the_matrix_file_not_by_hand() -> None:
 def test_the_jobs_run_the_command_and_setup_of_ci_run() -> None:
     assert "bash .ci/without_system_cuda.sh python3 -m nox -t ci" in CI_RUN
     assert "\nbash .ci/setup.sh\n" in CI_RUN
-    command = (
-        'bash .ci/without_system_cuda.sh python3 -m nox -s "$SESSION" --report .nox/report.json'
-    )
+    # .ci/run's command for one session; the sessions it requires (stable) come built.
+    command = 'bash .ci/without_system_cuda.sh python3 -m nox --no-dependencies -s "$SESSION" --report .nox/report.json'  # fmt: skip
+    assert command in [s.get("run") for s in JOBS["ci.yml:session"]["steps"]]
     for key, job in JOBS.items():
         runs = [s.get("run", "") for s in job["steps"]]
-        if "strategy" in job:  # the session jobs: .ci/run's command, one session
-            assert command in runs, key
         if any(NOX.search(r) for r in runs):
             assert "bash .ci/setup.sh" in runs or "bash .ci/setup.sh --tools" in runs, key
-            assert job["container"] == "python:3.11-bookworm", key  # .ci/run's Python
+            if "container" in job:  # .ci/run's Debian 12 and CPython 3.11, by digest
+                assert IMAGE.fullmatch(job["container"]), key
+            else:  # the CPython under test beside .ci/run's, which runs nox (listed last)
+                (python,) = steps(key, uses="actions/setup-python@")
+                assert python["with"]["python-version"].split() == ["${{", "matrix.cpython.python", "}}", "3.11"]  # fmt: skip
+
+
+def test_each_wheel_is_built_once_and_tested_elsewhere_with_no_compiler() -> None:
+    """stable builds the stable-ABI wheels once; the session and wheels jobs take them
+    (--no-dependencies: nox does not build them again); wheels builds each torch's release
+    once; cpython installs that artifact and runs nox -s cpython (tools/wheelhouse.py prove:
+    no compiler reachable), under the torch it was built for."""
+    sessions = workflow_sessions()
+    assert sessions["stable"] == ["ci.yml:stable"] and sessions["release"] == ["ci.yml:wheels"]
+    (upload,) = steps("ci.yml:stable", uses="actions/upload-artifact@")
+    for key in ("ci.yml:session", "ci.yml:wheels"):
+        assert "stable" in JOBS[key]["needs"]
+        (download,) = steps(key, uses="actions/download-artifact@")
+        assert download["with"] == {"name": upload["with"]["name"], "path": ".nox/wheelhouse/"}
+        assert all("--no-dependencies" in r for r in (s.get("run", "") for s in JOBS[key]["steps"]) if NOX.search(r))  # fmt: skip
+    assert upload["with"]["path"].split() == [".nox/wheelhouse/stable/", ".nox/wheelhouse/stable-release/"]  # fmt: skip
+    (built,) = steps("ci.yml:wheels", uses="actions/upload-artifact@")
+    (taken,) = steps("ci.yml:cpython", uses="actions/download-artifact@")
+    assert built["with"]["name"] == taken["with"]["name"] == "wheelhouse-torch-${{ matrix.torch }}"
+    (run,) = steps("ci.yml:cpython", run="python3 -m nox")
+    assert run["env"]["TORCH_VERSIONS"] == "${{ matrix.torch }}"
+    assert steps("ci.yml:cpython", run="bash .ci/setup.sh") == steps("ci.yml:cpython", run="bash .ci/setup.sh --tools")  # fmt: skip
+    assert "no_compiler_env(" in (ROOT / "tools" / "wheelhouse.py").read_text()
+
+
+def _run_step(run: str, tmp_path: Path, **env: str) -> dict[str, str]:
+    """A step's script run here as the runner runs it: returns what it wrote to GITHUB_OUTPUT."""
+    output = tmp_path / "output"
+    output.write_text("")
+    bin_folder = tmp_path / "bin"  # python3 is this interpreter, with nox
+    bin_folder.mkdir(exist_ok=True)
+    if not (bin_folder / "python3").exists():
+        (bin_folder / "python3").symlink_to(sys.executable)
+    path = f"{bin_folder}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "GITHUB_OUTPUT": str(output), "GITHUB_ENV": str(tmp_path / "env"),
+           "PATH": path, **env}  # fmt: skip
+    env.pop("TORCH_VERSIONS", None)
+    subprocess.run(["bash", "-euo", "pipefail", "-c", run], cwd=ROOT, env=env, check=True,
+                   capture_output=True, text=True)  # fmt: skip
+    return dict(line.split("=", 1) for line in output.read_text().splitlines())
+
+
+def test_a_pull_request_runs_the_lowest_and_the_highest_cpython_a_push_all(tmp_path) -> None:
+    (step,) = [s for s in JOBS["ci.yml:sessions"]["steps"] if s.get("id") == "matrix"]
+    assert step["env"] == {"EVENT": "${{ github.event_name }}"}
+    pythons = [s["python"] for s in nox_list("-s", "cpython") if s["name"] == "cpython"]
+    assert pythons == ["3.10", "3.11", "3.12", "3.13", "3.14"]
+    for event, wanted in (("pull_request", ["3.10", "3.14"]), ("push", pythons)):
+        out = _run_step(step["run"], tmp_path, EVENT=event)
+        assert [c["python"] for c in json.loads(out["cpython"])] == wanted, event
+        assert json.loads(out["torch"]) == [s.split("'")[1] for s in ci_sessions() if s.startswith("tests(")]  # fmt: skip
+
+
+def test_the_caches_are_keyed_on_torch_tools_and_compiler_on_the_envs_filesystem(tmp_path) -> None:
+    """uv's cache and ccache's persist (actions/cache), keyed on the torch (or session), the
+    noxfile's test tools and the compiler; uv's sits under .nox beside the environments; no
+    cache on a tag (what a tag publishes, .github/zizmor.yml); the summary has ccache -s."""
+    out = _run_step("bash .ci/build_env.sh", tmp_path)
+    compiler = subprocess.run(["c++", "-dumpfullversion"], capture_output=True, text=True).stdout.strip()  # fmt: skip
+    assert f"-gcc{compiler}-" in out["key"]
+    env = dict(line.split("=", 1) for line in (tmp_path / "env").read_text().splitlines())
+    assert env["UV_CACHE_DIR"] == str(ROOT / ".nox" / "uv-cache")
+    assert env["CCACHE_DIR"] == str(ROOT / ".nox" / "ccache")  # the noxfile's BUILD_ENV
+    for key, matrix in (("stable", None), ("session", "session"), ("wheels", "torch")):
+        job = JOBS[f"ci.yml:{key}"]
+        caches = steps(f"ci.yml:{key}", uses="actions/cache@")
+        assert [c["with"]["path"] for c in caches] == [".nox/uv-cache", ".nox/ccache"], key
+        for cache in caches:
+            assert expression(cache["if"]) == "!startsWith(github.ref, 'refs/tags/')", key
+            assert "${{ steps.build-env.outputs.key }}" in cache["with"]["key"], key
+            assert matrix is None or f"${{{{ matrix.{matrix} }}}}" in cache["with"]["key"], key
+        runs = [s.get("run", "") for s in job["steps"]]
+        built = max(i for i, r in enumerate(runs) if NOX.search(r))
+        assert "ccache -z" in runs[:built] and any("ccache -s" in r for r in runs[built:]), key
+    assert not [k for k, j in JOBS.items() if "uses" in json.dumps(j) and "actions/cache@" in json.dumps(j) and k.split(":")[1] not in ("stable", "session", "wheels")]  # fmt: skip
 
 
 def test_every_checkout_keeps_no_credentials_and_every_action_is_pinned() -> None:
-    for flow in WORKFLOWS.values():
-        assert flow["permissions"] == {"contents": "read"}
+    for file, flow in WORKFLOWS.items():
+        assert flow["permissions"] == {"contents": "read"}, file
+        # Every action by full commit, with the release it is: dependabot reads the comment.
+        uses = re.findall(r"^\s*(?:- )?uses: (.*)$", (ROOT / ".github/workflows" / file).read_text(), re.M)  # fmt: skip
+        assert uses and all(re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", u) for u in uses), uses  # fmt: skip
     for key, job in JOBS.items():
         for step in job["steps"]:
-            if "uses" in step:
-                assert re.fullmatch(r"actions/[\w-]+@[0-9a-f]{40}", step["uses"]), key
             if step.get("uses", "").startswith("actions/checkout@"):
                 assert step["with"]["persist-credentials"] is False, key
+        # More than reading: only the jobs of a tag, which publish.
+        if "permissions" in job:
+            assert expression(job["if"]) == TAG, key
 
 
-def test_dependabot_keeps_the_pinned_actions_current() -> None:
-    updates = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())["updates"]
-    assert {(u["package-ecosystem"], u["directory"]) for u in updates} == {("github-actions", "/")}
-    assert all(u["schedule"]["interval"] in ("daily", "weekly") for u in updates)
+def test_a_tag_publishes_a_release_the_pages_and_the_stable_abi_wheels(tmp_path) -> None:
+    """The publish job's script run here on a wheelhouse as the wheels jobs leave it: the
+    Release gets the sdists, the stable-ABI wheels and one archive per torch build; PyPI gets
+    the stable-ABI abi3 wheels alone; the pages and every file shipped get attestations."""
+    import zipfile
 
-
-def test_the_gpu_job_runs_the_gpu_check_on_a_self_hosted_runner_only_when_asked() -> None:
-    (job,) = [j for j in JOBS.values() if "self-hosted" in j["runs-on"]]
-    assert job["runs-on"] == ["self-hosted", "gpu"]
-    # Never on a push or a plain pull request: a fork would wait for a runner it has none of.
-    assert expression(job["if"]) == (
-        "github.event_name == 'workflow_dispatch' || github.event.label.name == 'gpu'"
+    publish, pages, pypi = (JOBS[f"ci.yml:{k}"] for k in ("publish", "pages", "pypi"))
+    assert expression(publish["if"]) == expression(pages["if"]) == expression(pypi["if"]) == TAG
+    assert {"lint", "session", "wheels", "cpython"} <= set(publish["needs"])
+    (download,) = steps("ci.yml:publish", uses="actions/download-artifact@")
+    assert download["with"] == {"pattern": "wheelhouse-torch-*", "merge-multiple": True, "path": "wheelhouse/"}  # fmt: skip
+    house = tmp_path / "work" / "wheelhouse"
+    (house / "sdist").mkdir(parents=True)
+    for name in ("add_ext", "gc_cpp"):
+        (house / "sdist" / f"{name}-0.1.0.tar.gz").write_bytes(b"")
+    for torch, build in (("2.13.0", "2.13.0+cpu"), ("2.15.0", "2.15.0+cu132")):
+        (house / f"torch-{torch}").mkdir()
+        for name, info in (("add_ext", {"abi": "full", "torch": build}), ("gc_cpp", {"abi": "stable"})):  # fmt: skip
+            with zipfile.ZipFile(house / f"torch-{torch}" / f"{name}-0.1.0-cp310-abi3-manylinux_2_28_x86_64.whl", "w") as wheel:  # fmt: skip
+                wheel.writestr(f"{name}/_build_info.py", f"BUILD_INFO: dict = {info!r}\n")
+        shutil.copy2(house / f"torch-{torch}" / "gc_cpp-0.1.0-cp310-abi3-manylinux_2_28_x86_64.whl", house / f"torch-{torch}" / "shared_build-0.1.0-py3-none-any.whl")  # fmt: skip
+    (tmp_path / "work" / "tools").symlink_to(ROOT / "tools")
+    (script,) = [s["run"] for s in publish["steps"] if "wheelhouse.py pages" in s.get("run", "")]
+    subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path / "work", check=True, capture_output=True)  # fmt: skip
+    work = tmp_path / "work"
+    assert sorted(p.name for p in (work / "release").iterdir()) == [
+        "add_ext-0.1.0.tar.gz", "gc_cpp-0.1.0-cp310-abi3-manylinux_2_28_x86_64.whl", "gc_cpp-0.1.0.tar.gz",
+        "shared_build-0.1.0-py3-none-any.whl", "wheels-torch-2.13.0+cpu.tar.gz", "wheels-torch-2.15.0+cu132.tar.gz",
+    ]  # fmt: skip
+    assert [p.name for p in (work / "pypi").iterdir()] == ["gc_cpp-0.1.0-cp310-abi3-manylinux_2_28_x86_64.whl"]  # fmt: skip
+    (attest,) = steps("ci.yml:publish", uses="actions/attest-build-provenance@")
+    assert attest["with"]["subject-path"].split() == ["release/*", "site/torch-*/*.whl"]
+    (release,) = steps("ci.yml:publish", run="gh release create")
+    assert release["run"].endswith(" release/*") and "--verify-tag" in release["run"]
+    (site,) = steps("ci.yml:publish", uses="actions/upload-pages-artifact@")
+    assert site["with"]["path"] == "site/" and (work / "site" / "torch-2.15.0+cu132.html").exists()
+    assert steps("ci.yml:pages", uses="actions/deploy-pages@")
+    assert pages["environment"]["name"] == "github-pages" and pages["permissions"]["pages"] == "write"  # fmt: skip
+    (upload,) = steps("ci.yml:publish", uses="actions/upload-artifact@")
+    (taken,) = steps("ci.yml:pypi", uses="actions/download-artifact@")
+    assert upload["with"]["path"] == "pypi/" and taken["with"] == {"name": upload["with"]["name"], "path": "dist/"}  # fmt: skip
+    assert (
+        steps("ci.yml:pypi", uses="pypa/gh-action-pypi-publish@") and pypi["environment"] == "pypi"
     )
-    check = [s for s in job["steps"] if s.get("run") == "bash .ci/gpu_check.sh"]
+    assert pypi["permissions"] == {"id-token": "write"}  # trusted publishing: no token
+
+
+def test_release_day_tests_the_published_stable_wheels_under_the_newest_and_nightly_torch() -> None:
+    flow = WORKFLOWS["release-day.yml"]
+    assert flow[True]["schedule"] and "workflow_dispatch" in flow[True]  # yaml reads `on` as True
+    (job,) = flow["jobs"].values()
+    assert job["strategy"]["matrix"]["torch"] == ["release", "nightly"]
+    script = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "--pre torch --index-url https://download.pytorch.org/whl/nightly/cpu" in script
+    assert "torch --index-url https://download.pytorch.org/whl/cpu" in script
+    stable = sorted(p.parent.name for p in ROOT.glob("packages/*/pyproject.toml") if 'abi = "stable"' in p.read_text())  # fmt: skip
+    assert sorted(re.findall(r'--pattern "(\w+)-\*\.tar\.gz"', script)) == stable
+    assert sorted(re.findall(r'"(\w+)\[test\]"', script)) == stable
+    pages = {s["env"]["PAGES"] for s in job["steps"] if "PAGES" in s.get("env", {})}
+    assert len(pages) == 1 and pages.pop().endswith("/stable.html")  # tools/wheelhouse.py pages
+    assert "python tools/wheelhouse.py prove sdist sdist --find-links" in script
+
+
+def test_dependabot_keeps_the_pinned_actions_and_the_python_requirements_current() -> None:
+    updates = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())["updates"]
+    assert {u["package-ecosystem"] for u in updates} == {"github-actions", "pip"}
+    assert all(u["schedule"]["interval"] in ("daily", "weekly") for u in updates)
+    (pip,) = [u for u in updates if u["package-ecosystem"] == "pip"]
+    assert {"/shared_build", "/packages/*"} <= set(pip["directories"])
+    assert [i["dependency-name"] for i in pip["ignore"]] == ["torch"]  # the matrix is by hand
+
+
+def test_zizmor_runs_pedantic_and_each_ignore_says_why() -> None:
+    assert '"zizmor", "--offline", "--persona=pedantic", ".github"' in (ROOT / "noxfile.py").read_text()  # fmt: skip
+    lines = (ROOT / ".github" / "zizmor.yml").read_text().splitlines()
+    ignores = [i for i, line in enumerate(lines) if re.match(r"\s+- \S+\.yml", line)]
+    assert ignores and all(lines[i - 1].strip().startswith("#") for i in ignores)
+
+
+def test_the_gpu_job_runs_only_a_reviewed_commit_on_an_ephemeral_runner(tmp_path) -> None:
+    flow = WORKFLOWS["gpu.yml"]
+    assert list(flow[True]) == ["workflow_dispatch"]  # never a push or a pull request
+    assert flow[True]["workflow_dispatch"]["inputs"]["sha"]["required"] is True
+    (job,) = flow["jobs"].values()
+    assert job["runs-on"] == ["self-hosted", "gpu", "ephemeral"] and "if" not in job
+    (check_sha, checkout, same) = job["steps"][:3]
+    assert checkout["with"]["ref"] == "${{ inputs.sha }}"
+    assert check_sha["env"]["SHA"] == same["env"]["SHA"] == "${{ inputs.sha }}"
+    assert same["run"] == 'test "$(git rev-parse HEAD)" = "$SHA"'
+    for sha, ok in (("a" * 40, True), ("main", False), ("a" * 39, False), ("A" * 40, False)):
+        done = subprocess.run(["bash", "-c", check_sha["run"]], env={**os.environ, "SHA": sha}, capture_output=True)  # fmt: skip
+        assert (done.returncode == 0) == ok, sha
+    check = steps("gpu.yml:gpu-check", run="bash .ci/gpu_check.sh")
     assert len(check) == 1
     out = check[0]["env"]["OUT"]
-    (upload,) = [
-        s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
-    ]
+    (upload,) = steps("gpu.yml:gpu-check", uses="actions/upload-artifact@")
     assert upload["with"]["path"].rstrip("/") == out and expression(upload["if"]) == "!cancelled()"

@@ -191,7 +191,7 @@ def documented_nox_commands(extra: str = "", repository: bool = True) -> list[Co
 def posargs_problem(session: str, args: list[str], flags: dict[str, set[str]]) -> str | None:
     """Why a documented `nox -s SESSION -- ARGS` would not do what it says, or None."""
     packages = {p.parent.name for p in ROOT.glob("packages/*/src")} | {"<package>", "my_op"}
-    names = [a for a in args if not a.startswith("-") and a not in ("...", "ARGS")]
+    names = [a for a in args if not a.startswith(("-", "<")) and a not in ("...", "ARGS")]
     if session == "dev":
         first = args[0].strip("{}").split(",") if args else ["(none)"]
         if not set(first) <= packages:

@@ -390,7 +390,8 @@ def test_preflight_fails_with_a_sentence_where_no_compiler_links_the_shared_libs
     (folder / "g++-real").write_text((folder / "g++").read_text())
     (folder / "g++-real").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "CXX"}
-    env.update(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", OUT=str(tmp_path / "out"))
+    env.update(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", OUT=str(tmp_path / "out"),
+               GPU_VENV=str(tmp_path / "venv"))  # not the default /tmp one: a run's leftover  # fmt: skip
     hidden = [n for n in os.listdir("/usr/bin") if re.fullmatch(r"g\+\+-\d+", n)]
     for name in [*hidden, "c++"]:  # none may link the shared one, nor obey our link line
         (folder / name).write_text((folder / "g++").read_text())

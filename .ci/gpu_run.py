@@ -1,0 +1,249 @@
+"""The GPU check's run (gpu_check.py): its state, deadlines, verdict and packed logs
+(Check), the processes it starts (Job, run_jobs), each ended by its deadline, and the
+preflight: the venv, the C++ compiler, the machine's facts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gpu_results
+from gpu_results import CUT, FAILED
+
+ROOT = Path(__file__).resolve().parents[1]
+PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
+
+# The seconds left to each step (and to packing the logs at the end): a step ends by the budget
+# less what the chosen steps after it are left.
+LEFT = {"test": 130, "sanitize": 85, "bench": 77, "end": 8}
+
+
+@dataclass
+class Check:
+    out: Path
+    budget: float
+    steps: list[str]
+    packages: list[str]
+    simulate: bool = False  # a CPU machine rehearsing preflight and build
+    hand_back: Path | None = None  # where summary, verdict and the packed logs go (--hand-back)
+    venv: Path = Path(os.environ.get("GPU_VENV", "/tmp/gpu-check-venv"))
+    start: float = field(default_factory=time.monotonic)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    facts: dict = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)  # step -> PASSED, FAILED or CUT
+
+    @property
+    def python(self) -> str:
+        return str(self.venv / "bin" / "python")
+
+    def reserve(self, step: str) -> float:
+        """Seconds before the end of the budget by which ``step`` must end."""
+        later = self.steps[self.steps.index(step) + 1 :]
+        return LEFT["end"] + sum(LEFT[s] for s in later)
+
+    def deadline(self, step: str) -> float:
+        return self.start + self.budget - self.reserve(step)
+
+    def say(self, line: str) -> None:
+        print(f"gpu_check: {line}", flush=True)
+        with open(self.out / "summary.txt", "a", encoding="utf-8") as summary:
+            summary.write(f"gpu_check: {line}\n")
+
+    def write_verdict(self, running: str | None = None) -> int:
+        """verdict.txt as things stand, and the exit status they give."""
+        failed = [s for s, v in self.status.items() if v == FAILED]
+        if failed:
+            code, text = 1, f"FAILED: {', '.join(failed)}"
+        elif running or CUT in self.status.values() or len(self.status) < len(self.steps):
+            code, text = 3, "incomplete, no defect found so far"
+        else:
+            code, text = 0, "passed: every step ran in full"
+        lines = [f"{text} ({time.monotonic() - self.start:.0f} s of {self.budget:.0f} s)"]
+        for step in self.steps:
+            state = "running" if step == running else self.status.get(step, CUT)
+            lines.append(f"  {step}: {state}")
+        (self.out / "verdict.txt").write_text("\n".join(lines) + "\n")
+        return code
+
+    def pack(self) -> None:
+        """With --hand-back: summary.txt and verdict.txt copied, and every log packed into
+        gpu-check.tar.gz, each replaced whole (a call cut mid-pack keeps the last one)."""
+        if self.hand_back is None:
+            return
+        for name in ("summary.txt", "verdict.txt"):
+            if (self.out / name).exists():
+                shutil.copyfile(self.out / name, self.hand_back / f".{name}")
+                os.replace(self.hand_back / f".{name}", self.hand_back / name)
+        with tarfile.open(self.hand_back / ".gpu-check.tar.gz", "w:gz") as archive:
+            archive.add(self.out, arcname="gpu-check")
+        os.replace(self.hand_back / ".gpu-check.tar.gz", self.hand_back / "gpu-check.tar.gz")
+
+    def pack_every(self, seconds: float) -> None:
+        def loop() -> None:
+            while True:
+                time.sleep(seconds)
+                try:
+                    self.pack()
+                except OSError:  # a log written while packed: the next round gets it
+                    continue
+
+        if self.hand_back is not None:
+            threading.Thread(target=loop, daemon=True).start()
+
+
+def capture(*command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines() if path.exists() else []
+
+
+# ---------------------------------------------------------------- processes
+@dataclass
+class Job:
+    name: str
+    command: list[str]
+    log: Path
+    env: dict[str, str]
+    rc: int | None = None
+    cut: bool = False  # killed at the deadline, or not started before it
+    started: bool = False
+    seconds: float = 0.0
+
+
+def run_jobs(jobs: list[Job], deadline: float, slots: int) -> None:
+    """Run the jobs, ``slots`` at a time, each in a process group of its own; at the
+    deadline kill what runs (SIGTERM, then SIGKILL) and mark it and what waits as cut."""
+    waiting, running = list(jobs), []
+    while waiting or running:
+        while waiting and len(running) < slots and time.monotonic() < deadline:
+            job = waiting.pop(0)
+            with open(job.log, "ab") as log:
+                process = subprocess.Popen(
+                    job.command, stdout=log, stderr=subprocess.STDOUT, env=job.env, cwd=ROOT,
+                    start_new_session=True,
+                )  # fmt: skip
+            job.started, job.seconds = True, time.monotonic()
+            running.append((job, process))
+        if time.monotonic() >= deadline:
+            for job in waiting:
+                job.cut = True
+            waiting = []
+            for job, process in running:
+                job.cut = True
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    try:
+                        os.killpg(process.pid, sig)
+                        process.wait(5)
+                        break
+                    except (ProcessLookupError, subprocess.TimeoutExpired):
+                        continue
+        for job, process in list(running):
+            if process.poll() is not None:
+                job.rc, job.seconds = process.returncode, time.monotonic() - job.seconds
+                running.remove((job, process))
+        time.sleep(0.2)
+
+
+# ---------------------------------------------------------------- preflight
+# shared_build's doctor, asked in the venv, where shared_build is installed.
+PICK_CXX = (
+    "import json, os; from shared_build import doctor; chosen, tried = doctor.pick_cxx(dict(os.environ)); "
+    "print(json.dumps([chosen, [[n, f and [f.status, f.text]] for n, f in tried]]))"
+)
+
+
+def pick_compiler(check: Check) -> str | None:
+    """The compiler for the builds: the first candidate that links the shared libstdc++ by
+    default, else one that obeys our link line. Each candidate's facts go to facts.txt."""
+    chosen, tried = json.loads(capture(check.python, "-c", PICK_CXX, env=check.env).stdout)
+    with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
+        facts.write("C++ compilers tried, in order:\n")
+        for name, finding in tried:
+            path = shutil.which(name.split()[0]) or "?"
+            version = (capture(*name.split(), "--version").stdout.splitlines() or ["?"])[0]
+            verdict = finding[1] if finding else "no verdict (it does not compile, or no readelf)"
+            facts.write(f"  {name}: {path} -> {os.path.realpath(path)} ({version}): {verdict}\n")
+    if chosen is None:
+        chosen = next((n for n, f in tried if f is not None and f[0] == "warn"), None)
+    return chosen
+
+
+def make_venv(check: Check) -> None:
+    """A venv that sees this python's packages: --system-site-packages reaches only the base
+    interpreter's where this python is itself a venv (the GPU machine's is), so a .pth file
+    adds its site-packages. --without-pip: pip comes from there too."""
+    if (check.venv / "bin" / "python").exists():
+        return
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(check.venv)], check=True)  # fmt: skip
+    sites = capture(sys.executable, "-c", "import site; print(*site.getsitepackages(), sep='\\n')")
+    purelib = capture(
+        check.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    )
+    Path(purelib.stdout.strip(), "_gpu_check_parent.pth").write_text(sites.stdout)
+
+
+def preflight(check: Check) -> bool:
+    if not check.simulate:
+        smi = capture("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv")
+        (check.out / "gpu.txt").write_text(smi.stdout + smi.stderr)
+    make_venv(check)
+    # shared_build, every package's build requirement and the tests' pytest plugin, built
+    # offline with the setuptools the machine has.
+    installed = capture(
+        check.python, *PIP_INSTALL.split(), str(ROOT / "shared_build"), env=check.env
+    )
+    if installed.returncode:
+        check.say("preflight: FAILED: shared_build does not install (facts.txt)")
+        (check.out / "facts.txt").write_text(installed.stdout[-3000:] + installed.stderr[-3000:])
+        return False
+    (check.out / "facts.txt").write_text("")
+    cxx = pick_compiler(check)
+    if cxx is None:
+        check.say("preflight: FAILED: no C++ compiler here links the shared libstdc++ (facts.txt)")
+        return False
+    # setuptools links a C++ extension with its own setting (sysconfig's LDCXXSHARED) unless
+    # these name the compiler.
+    check.env.update(CXX=cxx, LDSHARED=f"{cxx} -shared", LDCXXSHARED=f"{cxx} -shared")
+    probe = capture(check.python, str(ROOT / ".ci" / "gpu_facts.py"), env=check.env)
+    try:
+        found = json.loads(probe.stdout.splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        exit_text = gpu_results.describe_exit(probe.returncode)
+        check.say(f"preflight: FAILED: {check.python} .ci/gpu_facts.py: {exit_text}")
+        (check.out / "facts.txt").open("a").write(probe.stderr)
+        return False
+    check.facts, missing = found["facts"], found["missing"]
+    if check.simulate:  # no GPU, nvcc or sanitizer expected
+        missing = [m for m in missing if not re.match(r"a GPU|nvcc|compute-sanitizer", m)]
+        check.facts.setdefault("arch", "9.0")
+    with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
+        facts.write(f"chosen: CXX={cxx}, LDSHARED and LDCXXSHARED {cxx} -shared\n")
+        facts.writelines(f"{key}: {value}\n" for key, value in check.facts.items())
+    if missing:
+        check.say(f"preflight: FAILED: missing {len(missing)}: {'; '.join(missing)}")
+        return False
+    if check.facts.get("sanitizer"):  # its kernel filters, to sanitize only our kernels later
+        found = capture(check.facts["sanitizer"], "--help").stdout.splitlines()
+        with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
+            facts.write("compute-sanitizer --help, its kernel filters:\n")
+            facts.writelines(
+                f"  {ln.strip()}\n" for ln in found if re.search(r"kernel|filter", ln, re.I)
+            )
+    if "stable_target" in check.facts:
+        check.env["SHARED_BUILD_STABLE_TARGET"] = check.facts["stable_target"]
+    shown = [f"{k} {check.facts[k]}" for k in ("torch", "gpu", "nvcc") if k in check.facts]
+    check.say(f"preflight: ok (CXX={cxx}; {', '.join(shown)})")
+    return True

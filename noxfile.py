@@ -22,11 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,14 +170,32 @@ def stable_wheels(release: bool = False) -> dict[str, Path]:
     }
 
 
+def prebuilt_wheel(session: nox.Session, folder: Path, name: str, torch: str) -> Path:
+    """name's wheel in folder/torch-<torch>/ (laid out as release leaves its raw wheels in
+    .nox/wheelhouse), which must pin that torch."""
+    found = sorted((folder / f"torch-{torch}").glob(f"{name}-*.whl"))
+    if len(found) != 1:
+        session.error(f"PREBUILT_WHEELS: {len(found)} wheels of {name} in {folder}/torch-{torch}, "
+                      f"not one (nox -s release -- {torch} builds it)")  # fmt: skip
+    with zipfile.ZipFile(found[0]) as wheel:
+        meta = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        pins = re.findall(r"^Requires-Dist: torch==(\S+)$", wheel.read(meta).decode(), re.M)
+    if pins != [torch]:
+        pinned = ", ".join(pins) or "none"
+        session.error(f"PREBUILT_WHEELS: {found[0]} pins torch {pinned}, this session runs {torch}")
+    return found[0]
+
+
 def prepared(
     session: nox.Session, torch: str, *extras: str
 ) -> tuple[dict[str, Path], dict[str, str]]:
     """This session's environment with every package under torch: the full-ABI ones built
-    here (wheels in .nox/wheelhouse/torch-<v>), each stable-ABI one from its one wheel.
+    here (wheels in .nox/wheelhouse/torch-<v>) or, PREBUILT_WHEELS set (CI), taken from
+    $PREBUILT_WHEELS/torch-<v>; each stable-ABI one from its one wheel.
     Returns the wheels installed and the packages skipped (why)."""
     cuda = torch_env(session, torch, *extras)
     out = NOX / "wheelhouse" / f"torch-{torch}"
+    prebuilt = os.environ.get("PREBUILT_WHEELS", "").strip()
     wheels, skipped = {}, {}
     stable = stable_wheels()
     for package in packages():
@@ -185,10 +205,13 @@ def prepared(
             if package.name not in stable:
                 session.error(f"no wheel of {package.name}: run nox -s stable first")
             wheels[package.name] = stable[package.name]
+        elif prebuilt:
+            wheels[package.name] = prebuilt_wheel(session, ROOT / prebuilt, package.name, torch)
         else:
             wheels[package.name] = build_wheel(session, package, out)
     install_wheels(session, list(wheels.values()))
-    session.log(f"torch {torch}: installed {', '.join(wheels)}; skipped {skipped or 'none'}")
+    taken = f" (full-ABI wheels from {prebuilt})" if prebuilt else ""
+    session.log(f"torch {torch}: installed {', '.join(wheels)}{taken}; skipped {skipped or 'none'}")
     return wheels, skipped
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shlex
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,6 +181,55 @@ def test_each_wheel_is_built_once_and_tested_elsewhere_with_no_compiler() -> Non
     assert run["env"]["TORCH_VERSIONS"] == "${{ matrix.torch }}"
     assert steps("ci.yml:cpython", run="bash .ci/setup.sh") == steps("ci.yml:cpython", run="bash .ci/setup.sh --tools")  # fmt: skip
     assert "no_compiler_env(" in (ROOT / "tools" / "wheelhouse.py").read_text()
+
+
+def test_prepared_takes_the_prebuilt_wheels_of_its_torch_or_says_why_not(tmp_path, monkeypatch) -> None:  # fmt: skip
+    """PREBUILT_WHEELS set, the noxfile's prepared() installs the full-ABI wheels of
+    $PREBUILT_WHEELS/torch-<v>/ and builds none; a missing wheel, or one that pins another
+    torch, stops the session with a sentence; unset, it builds them (.ci/run, local use)."""
+    import nox.registry
+
+    monkeypatch.setattr(nox.registry, "_REGISTRY", {})  # the sessions runpy registers go too
+    namespace = runpy.run_path(str(ROOT / "noxfile.py"))
+    prepared, packages = namespace["prepared"], namespace["packages"]
+    full = [p.name for p in packages() if p.abi == "full" and p.cuda != "required"]
+    stable = {p.name: tmp_path / p.name for p in packages() if p.abi == "stable"}
+    built = []
+    for name, value in {
+        "torch_env": lambda session, torch, *extras: None,  # a CPU-only torch
+        "stable_wheels": lambda: stable,
+        "install_wheels": lambda session, wheels: None,
+        "build_wheel": lambda session, package, out: built.append(package.name) or out,
+    }.items():
+        monkeypatch.setitem(prepared.__globals__, name, value)
+
+    class Session:
+        def error(self, text: str) -> None:
+            raise RuntimeError(text)
+
+        def log(self, text: str) -> None:
+            pass
+
+    def wheel(name: str, pin: str) -> Path:
+        path = tmp_path / "prebuilt" / "torch-2.13.0" / f"{name}-0.1.0-cp310-abi3-linux_x86_64.whl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr(f"{name}-0.1.0.dist-info/METADATA", f"Name: {name}\nRequires-Dist: torch=={pin}\nRequires-Dist: packaging\n")  # fmt: skip
+        return path
+
+    monkeypatch.delenv("PREBUILT_WHEELS", raising=False)
+    prepared(Session(), "2.13.0")
+    assert built == full
+    built.clear()
+    monkeypatch.setenv("PREBUILT_WHEELS", str(tmp_path / "prebuilt"))
+    with pytest.raises(RuntimeError, match=rf"0 wheels of {full[0]} in .*torch-2\.13\.0, not one \(nox -s release -- 2\.13\.0"):  # fmt: skip
+        prepared(Session(), "2.13.0")
+    wheels = {name: wheel(name, "2.13.0") for name in full}
+    assert {n: w for n, w in prepared(Session(), "2.13.0")[0].items() if n in full} == wheels
+    assert built == []
+    wheel(full[-1], "2.14.1")
+    with pytest.raises(RuntimeError, match=rf"{full[-1]}-.*\.whl pins torch 2\.14\.1, this session runs 2\.13\.0"):  # fmt: skip
+        prepared(Session(), "2.13.0")
 
 
 def _run_step(run: str, tmp_path: Path, **env: str) -> dict[str, str]:

@@ -1,11 +1,14 @@
 """The workflow (.github/workflows/) and .ci/run run the same nox sessions with the same
 command after the same setup: .ci/run runs lint and the sessions nox tags "ci", the workflow's
 matrix reads them from `nox -l --json -t ci`, never listed by hand; each wheel is built in one
-job and tested in others; a tag publishes; the GPU job runs only a reviewed commit. What the
-workflows' syntax and security need, actionlint and zizmor (pedantic) check (nox -s lint)."""
+job and tested in others (the tests sessions on the full-ABI wheels their torch's release job
+built, through the noxfile's PREBUILT_WHEELS); a tag publishes; the GPU job runs only a
+reviewed commit. What the workflows' syntax and security need, actionlint and zizmor
+(pedantic) check (nox -s lint)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -14,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -61,31 +65,28 @@ def steps(key: str, **where: str) -> list[dict]:
     return [s for s in JOBS[key]["steps"] if all(s.get(k, "").startswith(v) for k, v in where.items())]  # fmt: skip
 
 
+@functools.cache
+def outputs(job: str, step_id: str) -> dict[str, str]:
+    """What a step of a ci.yml job writes to GITHUB_OUTPUT, the step run here (on a push)."""
+    (step,) = [s for s in JOBS[f"ci.yml:{job}"]["steps"] if s.get("id") == step_id]
+    with tempfile.TemporaryDirectory() as tmp:
+        return _run_step(step["run"], Path(tmp), EVENT="push")
+
+
 def sessions_of_matrix(file: str, job: dict, env: str) -> list[str]:
-    """The sessions of a job whose matrix is the output of the job it needs: the step behind
-    that output must list nox's ci-tagged sessions (matrix.session), or nox -s cpython's
-    (matrix.cpython.session)."""
-    if env == "matrix.cpython.session":
-        step = JOBS[f"{file}:sessions"]["steps"][-1]
-        assert (
-            job["strategy"]["matrix"]["cpython"]
-            == "${{ fromJSON(needs.sessions.outputs.cpython) }}"
-        )
-        assert "python3 -m nox -l --json -s tests cpython" in step["run"]
-        return [s["session"] for s in nox_list("-s", "cpython") if s["name"] == "cpython"]
+    """The sessions of a job whose matrix (matrix.session, matrix.ci.session,
+    matrix.cpython.session) is an output of the job it needs: that job's step run here."""
+    key = env.split(".")[1]
     found = re.fullmatch(
-        r"fromJSON\(needs\.(\w+)\.outputs\.(\w+)\)",
-        expression(job["strategy"]["matrix"]["session"]),
+        r"fromJSON\(needs\.(\w+)\.outputs\.(\w+)\)", expression(job["strategy"]["matrix"][key])
     )
-    assert found, "the matrix is not nox's list"
-    source = JOBS[f"{file}:{found.group(1)}"]
+    assert found and file == "ci.yml", "the matrix is not nox's list"
     step_id, name = re.fullmatch(
-        r"steps\.(\w+)\.outputs\.(\w+)", expression(source["outputs"][found.group(2)])
+        r"steps\.(\w+)\.outputs\.(\w+)",
+        expression(JOBS[f"{file}:{found.group(1)}"]["outputs"][found.group(2)]),
     ).groups()
-    (step,) = [s for s in source["steps"] if s.get("id") == step_id]
-    assert LIST_CI in step["run"] and '"ci" in s["tags"]' in step["run"]
-    assert f'echo "{name}=$sessions" >>"$GITHUB_OUTPUT"' in step["run"]
-    return ci_sessions()
+    listed = json.loads(outputs(found.group(1), step_id)[name])
+    return [s if isinstance(s, str) else s["session"] for s in listed]
 
 
 def workflow_sessions() -> dict[str, list[str]]:
@@ -168,19 +169,47 @@ def test_each_wheel_is_built_once_and_tested_elsewhere_with_no_compiler() -> Non
     sessions = workflow_sessions()
     assert sessions["stable"] == ["ci.yml:stable"] and sessions["release"] == ["ci.yml:wheels"]
     (upload,) = steps("ci.yml:stable", uses="actions/upload-artifact@")
-    for key in ("ci.yml:session", "ci.yml:wheels"):
+    for key in ("ci.yml:session", "ci.yml:prebuilt", "ci.yml:wheels"):
         assert "stable" in JOBS[key]["needs"]
-        (download,) = steps(key, uses="actions/download-artifact@")
-        assert download["with"] == {"name": upload["with"]["name"], "path": ".nox/wheelhouse/"}
+        downloads = [d["with"] for d in steps(key, uses="actions/download-artifact@")]
+        assert {"name": upload["with"]["name"], "path": ".nox/wheelhouse/"} in downloads, key
         assert all("--no-dependencies" in r for r in (s.get("run", "") for s in JOBS[key]["steps"]) if NOX.search(r))  # fmt: skip
     assert upload["with"]["path"].split() == [".nox/wheelhouse/stable/", ".nox/wheelhouse/stable-release/"]  # fmt: skip
-    (built,) = steps("ci.yml:wheels", uses="actions/upload-artifact@")
+    (built,) = [s for s in steps("ci.yml:wheels", uses="actions/upload-artifact@") if s["with"]["path"] == "wheelhouse/"]  # fmt: skip
     (taken,) = steps("ci.yml:cpython", uses="actions/download-artifact@")
     assert built["with"]["name"] == taken["with"]["name"] == "wheelhouse-torch-${{ matrix.torch }}"
     (run,) = steps("ci.yml:cpython", run="python3 -m nox")
     assert run["env"]["TORCH_VERSIONS"] == "${{ matrix.torch }}"
     assert steps("ci.yml:cpython", run="bash .ci/setup.sh") == steps("ci.yml:cpython", run="bash .ci/setup.sh --tools")  # fmt: skip
     assert "no_compiler_env(" in (ROOT / "tools" / "wheelhouse.py").read_text()
+
+
+def test_the_tests_sessions_take_their_torchs_wheels_and_sanitize_builds_its_own() -> None:
+    """Each session under one torch (tests) runs in the prebuilt job, after the wheels jobs, on
+    the raw full-ABI wheels (before the repair: tests/test_release.py repairs them) that its
+    torch's wheels job uploads; the others (sanitize) run in the session job, which neither
+    waits for nor takes them."""
+    listed = nox_list("-t", "ci")
+    (step,) = [s for s in JOBS["ci.yml:sessions"]["steps"] if s.get("id") == "ci"]
+    assert LIST_CI in step["run"]  # nox's list, never one by hand
+    own = json.loads(outputs("sessions", "ci")["ci"])
+    assert json.loads(outputs("sessions", "ci")["prebuilt"]) == [
+        {"session": s["session"], "torch": s["call_spec"]["torch"]} for s in listed if s["name"] == "tests"
+    ]  # fmt: skip
+    assert "sanitize" in own and not [s for s in own if s.startswith("tests")]
+    prebuilt, session = JOBS["ci.yml:prebuilt"], JOBS["ci.yml:session"]
+    assert "wheels" in prebuilt["needs"] and "wheels" not in session["needs"]
+    assert "PREBUILT_WHEELS" not in json.dumps(session) and "raw-wheels" not in json.dumps(session)
+    # release builds its raw wheels where the tests session builds its own, with BUILD_ENV.
+    noxfile = (ROOT / "noxfile.py").read_text()
+    assert re.search(r'def release\(.*?build_wheel\(session, p, NOX / "wheelhouse" / f"torch-\{torch\}"\)', noxfile, re.S)  # fmt: skip
+    (raw,) = [u["with"] for u in steps("ci.yml:wheels", uses="actions/upload-artifact@") if u["with"]["name"].startswith("raw-")]  # fmt: skip
+    assert raw["path"] == ".nox/wheelhouse/torch-${{ matrix.torch }}/" and raw["include-hidden-files"] is True  # fmt: skip
+    (run,) = steps("ci.yml:prebuilt", run="bash .ci/without_system_cuda.sh python3 -m nox")
+    assert run["env"]["SESSION"] == "${{ matrix.ci.session }}"
+    taken = {"name": raw["name"].replace("matrix.torch", "matrix.ci.torch"),
+             "path": run["env"]["PREBUILT_WHEELS"] + "/torch-${{ matrix.ci.torch }}/"}  # fmt: skip
+    assert taken in [d["with"] for d in steps("ci.yml:prebuilt", uses="actions/download-artifact@")]
 
 
 def test_prepared_takes_the_prebuilt_wheels_of_its_torch_or_says_why_not(tmp_path, monkeypatch) -> None:  # fmt: skip
@@ -270,7 +299,7 @@ def test_the_caches_are_keyed_on_torch_tools_and_compiler_on_the_envs_filesystem
     env = dict(line.split("=", 1) for line in (tmp_path / "env").read_text().splitlines())
     assert env["UV_CACHE_DIR"] == str(ROOT / ".nox" / "uv-cache")
     assert env["CCACHE_DIR"] == str(ROOT / ".nox" / "ccache")  # the noxfile's BUILD_ENV
-    for key, matrix in (("stable", None), ("session", "session"), ("wheels", "torch")):
+    for key, matrix in (("stable", None), ("session", "session"), ("prebuilt", "ci.session"), ("wheels", "torch")):  # fmt: skip
         job = JOBS[f"ci.yml:{key}"]
         caches = steps(f"ci.yml:{key}", uses="actions/cache@")
         assert [c["with"]["path"] for c in caches] == [".nox/uv-cache", ".nox/ccache"], key
@@ -281,7 +310,7 @@ def test_the_caches_are_keyed_on_torch_tools_and_compiler_on_the_envs_filesystem
         runs = [s.get("run", "") for s in job["steps"]]
         built = max(i for i, r in enumerate(runs) if NOX.search(r))
         assert "ccache -z" in runs[:built] and any("ccache -s" in r for r in runs[built:]), key
-    assert not [k for k, j in JOBS.items() if "uses" in json.dumps(j) and "actions/cache@" in json.dumps(j) and k.split(":")[1] not in ("stable", "session", "wheels")]  # fmt: skip
+    assert not [k for k, j in JOBS.items() if "uses" in json.dumps(j) and "actions/cache@" in json.dumps(j) and k.split(":")[1] not in ("stable", "session", "prebuilt", "wheels")]  # fmt: skip
 
 
 def test_every_checkout_keeps_no_credentials_and_every_action_is_pinned() -> None:
@@ -307,7 +336,7 @@ def test_a_tag_publishes_a_release_the_pages_and_the_stable_abi_wheels(tmp_path)
 
     publish, pages, pypi = (JOBS[f"ci.yml:{k}"] for k in ("publish", "pages", "pypi"))
     assert expression(publish["if"]) == expression(pages["if"]) == expression(pypi["if"]) == TAG
-    assert {"lint", "session", "wheels", "cpython"} <= set(publish["needs"])
+    assert {"lint", "session", "prebuilt", "wheels", "cpython"} <= set(publish["needs"])
     (download,) = steps("ci.yml:publish", uses="actions/download-artifact@")
     assert download["with"] == {"pattern": "wheelhouse-torch-*", "merge-multiple": True, "path": "wheelhouse/"}  # fmt: skip
     house = tmp_path / "work" / "wheelhouse"

@@ -284,7 +284,9 @@ BAD_INPUTS = {
     "dsize-0": (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"dsize": [0, 5]}, r"dsize must be \(out_h, out_w\) with both positive, got \[0, 5\]"),
     "dsize-negative": (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"dsize": [4, -1]}, r"got \[4, -1\]"),
     "dsize-length": (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"dsize": [4]}, r"got \[4\]"),
-    "dsize-huge": (lambda d: (torch.rand(3, 4, 4, device=d), torch.eye(3, device=d)), {"dsize": [2**31, 2**31]}, "more bytes than a tensor can hold"),
+    # Not square: a plane count taken from the wrong sides (numel / (w * w) is 0 here) lets the
+    # check pass and the allocator fail with no word of dsize.
+    "dsize-huge": (lambda d: (torch.rand(3, 2, 8, device=d), torch.eye(3, device=d)), {"dsize": [2**31, 2**31]}, "makes an output of 3 planes of 2147483648 x 2147483648 pixels, more bytes than a tensor can hold"),
     "interpolation": (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"interpolation": "cubic"}, 'interpolation must be "bilinear" or "nearest", got "cubic"'),
     "padding": (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d)), {"padding_mode": "reflect"}, 'padding_mode must be "zeros" or "border", got "reflect"'),
     "dtype-mixed": (lambda d: (torch.rand(4, 4, device=d), torch.eye(3, device=d, dtype=torch.float64)), {}, "image and warp must have the same dtype, got image Float and warp Double"),

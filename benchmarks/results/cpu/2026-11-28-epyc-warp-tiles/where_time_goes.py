@@ -21,8 +21,10 @@ of the round medians) and ns per output sample. The rows:
   the rotated warp), "populate" mapped the output's huge pages before the kernel ran (as
   with several threads), "nohuge" advised it against huge pages.
 
-Run from this folder, under the bench's malloc settings (benchmarks/run.py's ALLOCATOR):
+Run from this folder, under the bench's malloc settings (benchmarks/run.py's ALLOCATOR), with
+the bench's module importable (the batch, the sizes and the homographies are its own):
 
+PYTHONPATH=../../../..:../../../../packages/warp_perspective/bench \
 GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
     python where_time_goes.py [--sizes 256x256 1080p 4K] [--rounds 5] [--calls 3]
     [--variant tiles:32:512 ...]   # only with measurement_variants.patch applied and built
@@ -40,22 +42,14 @@ import time
 import cv2
 import numpy as np
 import torch
+from bench_warp_perspective import BATCH as B
+from bench_warp_perspective import CHANNELS as C
+from bench_warp_perspective import SIZES
+from bench_warp_perspective import _homographies as bench_homographies
 
 import warp_perspective
 
-B, C = 8, 3
-SIZES = {"256x256": (256, 256), "1080p": (1080, 1920), "4K": (2160, 3840)}
 _LIBC = ctypes.CDLL(None)
-
-
-def bench_homographies(batch: int) -> torch.Tensor:
-    """As bench_warp_perspective._homographies."""
-    g = torch.Generator().manual_seed(0)
-    m = torch.eye(3, dtype=torch.float64).repeat(batch, 1, 1)
-    m[:, :2, :2] += 0.05 * torch.randn(batch, 2, 2, generator=g, dtype=torch.float64)
-    m[:, :2, 2] = 8 * torch.randn(batch, 2, generator=g, dtype=torch.float64)
-    m[:, 2, :2] = 1e-5 * torch.randn(batch, 2, generator=g, dtype=torch.float64)
-    return m
 
 
 def rotation(h: int, w: int, degrees: float) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """Wall, user and system time and minor page faults of single calls (getrusage), one thread
 each: ours on the bench's homographies, the cv2 loop, and the two copy floors, at 256x256,
-1080p and 4K. Run from this folder with PYTHONPATH=. and the bench's GLIBC_TUNABLES.
+1080p and 4K. Run from this folder with where_time_goes.py's PYTHONPATH and the bench's GLIBC_TUNABLES.
 """
 
 import resource

@@ -183,16 +183,24 @@ def pick_compiler(check: Check) -> str | None:
 def make_venv(check: Check) -> None:
     """A venv that sees this python's packages: --system-site-packages reaches only the base
     interpreter's where this python is itself a venv (the GPU machine's is), so a .pth file
-    adds its site-packages. --without-pip: pip comes from there too."""
+    adds its site-packages. --without-pip: pip comes from there too. A venv an earlier run
+    left for another python (another parent) is made again, not reused."""
+    sites = capture(sys.executable, "-c", "import site; print(*site.getsitepackages(), sep='\\n')")
+
+    def parent_pth() -> Path:
+        purelib = capture(
+            check.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        )
+        return Path(purelib.stdout.strip(), "_gpu_check_parent.pth")
+
     if (check.venv / "bin" / "python").exists():
-        return
+        pth = parent_pth()
+        if pth.exists() and pth.read_text() == sites.stdout:
+            return
+        shutil.rmtree(check.venv)
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
                     str(check.venv)], check=True)  # fmt: skip
-    sites = capture(sys.executable, "-c", "import site; print(*site.getsitepackages(), sep='\\n')")
-    purelib = capture(
-        check.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    )
-    Path(purelib.stdout.strip(), "_gpu_check_parent.pth").write_text(sites.stdout)
+    parent_pth().write_text(sites.stdout)
 
 
 def preflight(check: Check) -> bool:

@@ -381,6 +381,25 @@ def _static_image(tmp_path: Path) -> Path:
     return folder
 
 
+def test_a_venv_left_for_another_python_is_made_again(tmp_path):
+    """The check's venv reuses an earlier run's only when it has the same parent python: one
+    left by another (the default /tmp/gpu-check-venv, from an earlier run) made the build fail
+    with "shared_build does not install"."""
+    gpu_run = sys.modules["gpu_run"]
+    check = gpu_check.Check(tmp_path, 480, ["build"], ["add_ext"], venv=tmp_path / "venv")
+    gpu_run.make_venv(check)
+    (pth,) = (tmp_path / "venv").rglob("_gpu_check_parent.pth")
+    ours = pth.read_text()
+    assert ours.strip()
+    gpu_run.make_venv(check)  # the same python: reused as it is
+    assert pth.read_text() == ours
+    pth.write_text("/another/python/site-packages\n")
+    marker = tmp_path / "venv" / "left-by-the-other"
+    marker.write_text("")
+    gpu_run.make_venv(check)
+    assert pth.read_text() == ours and not marker.exists()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF and g++")
 def test_preflight_fails_with_a_sentence_where_no_compiler_links_the_shared_libstdcxx(tmp_path):
     if shutil.which("g++") is None or shutil.which("readelf") is None:

@@ -215,6 +215,34 @@ def prepared(
     return wheels, skipped
 
 
+# The tests that compile on purpose (shared_build.testing's markers); the rest run with none.
+ON_PURPOSE = "slow or once or compiler"
+# A C, C++ or CUDA compiler's program name (gcc-12, x86_64-linux-gnu-g++, cpp, nvcc, ...).
+COMPILER = re.compile(r"(.*-)?(cc|cpp|c\+\+|gcc|g\+\+|clang|clang\+\+|nvcc)(-[\d.]+)?")
+
+
+def no_compiler(session: nox.Session) -> dict[str, str]:
+    """The environment of a run with no compiler reachable: PATH is the session's bin folder
+    and one folder linking every other program on PATH but the compilers; CC and CXX are
+    `false`, CUDA_HOME is nowhere."""
+    folder, own = Path(session.virtualenv.location) / "no-compiler", Path(session.bin)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for entry in map(Path, os.environ["PATH"].split(os.pathsep)):
+        if entry == own or not entry.is_dir():
+            continue
+        for program in entry.iterdir():
+            link = folder / program.name
+            if COMPILER.fullmatch(program.name) or link.exists() or link.is_symlink():
+                continue
+            if program.is_file() and os.access(program, os.X_OK):
+                link.symlink_to(program)
+    path = os.pathsep.join([str(own), str(folder)])
+    if found := [p.name for p in own.iterdir() if COMPILER.fullmatch(p.name)]:
+        session.error(f"the session's bin folder {own} holds compilers: {', '.join(found)}")
+    return {"PATH": path, "CC": "false", "CXX": "false", "CUDA_HOME": "/nonexistent"}
+
+
 def pytest_env(
     session: nox.Session, wheels: dict[str, Path], skipped: dict[str, str]
 ) -> dict[str, str]:
@@ -306,8 +334,16 @@ def tests(session: nox.Session, torch: str) -> None:
     session.install(*RELEASE_TOOLS)
     wheels, skipped = prepared(session, torch)
     env = pytest_env(session, wheels, skipped)
-    pytest(session, str(ROOT / "shared_build" / "tests"), *suites(skipped), str(ROOT / "tests"),
-           *session.posargs, env=env)  # fmt: skip
+    paths = [str(ROOT / "shared_build" / "tests"), *suites(skipped), str(ROOT / "tests")]
+    if session.posargs:  # a narrowed run: one pytest, as nox -s dev
+        pytest(session, *paths, *session.posargs, env=env)
+        return
+    # The installed wheels are tested with no compiler reachable: one that needs a build at
+    # run time fails here. Then what compiles on purpose: Inductor's C++ (the slow checks:
+    # torch.compile, export, AOTInductor), the once-marked builds (scaffolds, sdists) and
+    # the compiler-marked tests (doctor, the compiler's facts).
+    pytest(session, *paths, "-m", f"not ({ON_PURPOSE})", env={**env, **no_compiler(session)})
+    pytest(session, *paths, "-m", ON_PURPOSE, env=env)
 
 
 @nox.session(default=False)

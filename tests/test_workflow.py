@@ -261,6 +261,67 @@ def test_prepared_takes_the_prebuilt_wheels_of_its_torch_or_says_why_not(tmp_pat
         prepared(Session(), "2.13.0")
 
 
+def test_the_tests_session_runs_what_compiles_nothing_with_no_compiler_reachable(tmp_path, monkeypatch) -> None:  # fmt: skip
+    """nox -s tests runs every test that is not slow, once or compiler-marked on a PATH with
+    no compiler (CC, CXX, CUDA_HOME nowhere), then those with the compiler; a narrowed run
+    (posargs) is one pytest. no_compiler() links every other program on PATH."""
+    import nox.registry
+
+    from shared_build.testing import MARKERS
+
+    monkeypatch.setattr(nox.registry, "_REGISTRY", {})
+    namespace = runpy.run_path(str(ROOT / "noxfile.py"))
+    assert set(re.split(r" or ", namespace["ON_PURPOSE"])) == {"slow", "once", "compiler"} <= set(MARKERS)  # fmt: skip
+    system, own = tmp_path / "usr-bin", tmp_path / "venv" / "bin"
+    for folder, names in ((system, ["gcc-12", "g++", "x86_64-linux-gnu-g++-12", "cc", "c++", "cpp", "nvcc",
+                                    "clang++", "c++filt", "nm", "bash", "ccache"]),
+                          (own, ["python", "pytest"])):  # fmt: skip
+        folder.mkdir(parents=True)
+        for name in names:
+            (folder / name).write_text("#!/bin/sh\n")
+            (folder / name).chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(own), str(system)]))
+
+    class Session:
+        posargs: tuple[str, ...] = ()
+        bin = str(own)
+        virtualenv = type("Venv", (), {"location": str(tmp_path / "venv")})
+
+        def error(self, text: str) -> None:
+            raise RuntimeError(text)
+
+    env = namespace["no_compiler"](Session())
+    assert (env["CC"], env["CXX"], env["CUDA_HOME"]) == ("false", "false", "/nonexistent")
+    compilers = ("gcc", "gcc-12", "g++", "x86_64-linux-gnu-g++-12", "cc", "c++", "cpp", "nvcc", "clang++")  # fmt: skip
+    for program in compilers:
+        assert shutil.which(program, path=env["PATH"]) is None, program
+    for program in ("c++filt", "nm", "bash", "ccache", "python", "pytest"):
+        assert shutil.which(program, path=env["PATH"]), program
+    (own / "g++").symlink_to(system / "g++")
+    with pytest.raises(RuntimeError, match=r"bin folder .* holds compilers: g\+\+"):
+        namespace["no_compiler"](Session())
+    (own / "g++").unlink()
+
+    runs = []
+    tests = namespace["tests"].func
+    for name, value in {
+        "_clear_junit": lambda session: None,
+        "prepared": lambda session, torch: ({}, {}),
+        "pytest_env": lambda session, wheels, skipped: {"REPO": "1"},
+        "pytest": lambda session, *args, env: runs.append((args[args.index("-m") + 1] if "-m" in args else None, env)),
+    }.items():  # fmt: skip
+        monkeypatch.setitem(tests.__globals__, name, value)
+    Session.install = lambda self, *args: None
+    tests(Session(), "2.13.0")
+    assert [m for m, _ in runs] == ["not (slow or once or compiler)", "slow or once or compiler"]
+    assert runs[0][1]["CXX"] == "false" and shutil.which("g++", path=runs[0][1]["PATH"]) is None
+    assert runs[1][1] == {"REPO": "1"}
+    runs.clear()
+    Session.posargs = ("-k", "gradcheck")
+    tests(Session(), "2.13.0")
+    assert runs == [(None, {"REPO": "1"})]
+
+
 def _run_step(run: str, tmp_path: Path, **env: str) -> dict[str, str]:
     """A step's script run here as the runner runs it: returns what it wrote to GITHUB_OUTPUT."""
     output = tmp_path / "output"
@@ -289,6 +350,7 @@ def test_a_pull_request_runs_the_lowest_and_the_highest_cpython_a_push_all(tmp_p
         assert json.loads(out["torch"]) == [s.split("'")[1] for s in ci_sessions() if s.startswith("tests(")]  # fmt: skip
 
 
+@pytest.mark.compiler
 def test_the_caches_are_keyed_on_torch_tools_and_compiler_on_the_envs_filesystem(tmp_path) -> None:
     """uv's cache and ccache's persist (actions/cache), keyed on the torch (or session), the
     noxfile's test tools and the compiler; uv's sits under .nox beside the environments; no

@@ -49,6 +49,7 @@ def test_doctor_flags_a_compiler_without_cxx20(tmp_path):
     assert "set CXX to such a compiler" in finding.text
 
 
+@pytest.mark.compiler
 def test_doctor_accepts_the_real_compiler():
     # C++20 under torch 2.13 and newer, C++17 under the GPU machine's torch 2.11.
     finding = doctor.check_cxx(dict(os.environ), torch.__version__)
@@ -187,6 +188,7 @@ def test_doctor_exit_code_is_1_on_a_blocker(monkeypatch, capsys):
     assert "[FAIL] ninja: missing" in capsys.readouterr().out
 
 
+@pytest.mark.compiler
 def test_doctor_runs_here():
     """On this machine, with its torch: every fact has a line, and the build works (nox
     builds every package here), so nothing blocks."""

@@ -394,6 +394,7 @@ def test_arch_list_native_without_gpu_is_an_error():
         cuda.resolve_arch_list({"TORCH_CUDA_ARCH_LIST": "native"}, [], ["9.0"])
 
 
+@pytest.mark.compiler
 def test_real_compiler_here_if_any(tmp_path):
     """On this machine, with its torch, the choice is a compiler that exists and fits."""
     import torch

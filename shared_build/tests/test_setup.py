@@ -224,6 +224,7 @@ def test_metadata_only_run_needs_no_torch(tmp_path, monkeypatch):
     assert "ext_modules" not in kwargs
 
 
+@pytest.mark.compiler
 def test_build_without_torch_says_no_build_isolation(tmp_path, monkeypatch):
     root = make_package(tmp_path)
     real_import = builtins.__import__

@@ -1,5 +1,5 @@
 """The pytest plugin (pytest11 entry point) every package's suite runs under, from a checkout
-as from its sdist: the ``cuda``, ``slow`` and ``once`` markers and their skips, helpers the
+as from its sdist: the ``cuda``, ``slow``, ``once`` and ``compiler`` markers, their skips, helpers the
 packages' CUDA tests share, and ``file_scope`` for the repository's pytest-xdist scheduler."""
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ T = TypeVar("T")
 MARKERS = {
     "cuda": "needs a CUDA GPU (skipped with the reason shown when none is visible)",
     "slow": "takes more than a few seconds (torch.compile with Inductor, builds, examples)",
+    "compiler": (
+        "needs a C++ compiler at run time (a build, doctor, a compiler's facts): nox -s tests runs "
+        "every test neither slow, once nor compiler with no compiler reachable"
+    ),
     "once": (
         "checks builds and packaging (pip, sdists, build variants, shared_build), not torch: where REPO_ONCE_TORCH "
         "is set (nox -s tests sets it to the newest torch of the run), it runs under that "

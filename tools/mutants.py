@@ -9,6 +9,9 @@ tested one at a time by `nox -s dev -- <package> -x -q`, each file restored byte
 Verdicts: killed, timeout (counted as killed), survived, stillborn (does not build: outside the
 rate), needs a GPU (.cu code, or a survivor of a CUDA-only package, on a machine without one).
 Results: benchmarks/results/mutants/<date>-<commit>/; the same command resumes a stopped run.
+It edits the checkout's sources: build nothing else from the same checkout while it runs (a
+wheel built meanwhile, e.g. by `nox -s tests`, would carry the mutant into .nox/wheelhouse);
+give it its own `git worktree`.
 """
 
 from __future__ import annotations

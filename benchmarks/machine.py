@@ -23,6 +23,17 @@ def _read(path: str, field: str | None = None) -> str | None:
     return values[0] if values else None
 
 
+def free_page_reporting(devices: str = "/sys/bus/virtio/devices") -> bool | None:
+    """Whether a virtio balloon reports freed memory to the host (feature bit 5, REPORTING),
+    which may take it back: a fresh output on such pages then pays the host's faults, 12-14x
+    the guest's own (benchmarks/results/cpu/2026-11-29-epyc-fresh-pages). None: no sysfs."""
+    folder = Path(devices)
+    if not folder.is_dir():
+        return None
+    return any(_read(str(d / "device")) == "0x0005" and (_read(str(d / "features")) or "")[5:6] == "1"
+               for d in folder.iterdir())  # fmt: skip
+
+
 def describe() -> dict[str, Any]:
     props = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
     gpu = props and {"name": props.name, "count": torch.cuda.device_count(),
@@ -46,6 +57,7 @@ def describe() -> dict[str, Any]:
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "malloc": os.environ.get("GLIBC_TUNABLES"),  # benchmarks.run sets glibc's thresholds
+        "free_page_reporting": free_page_reporting(),
     }
 
 

@@ -330,7 +330,10 @@ def machine_line(version: str, data: dict) -> str:
             f"{m.get('python')}; {m.get('date')}" + " (quick run)" * bool(data.get("quick"))
             + f"; load average {m.get('load_before')} before, {m.get('load_after')} after" * load
             + "".join(f"; {k} {m[k]}" for k in ("governor", "clocksource") if m.get(k))
-            + (f"; GLIBC_TUNABLES={m['malloc']}" if m.get("malloc") else ""))  # fmt: skip
+            + (f"; GLIBC_TUNABLES={m['malloc']}" if m.get("malloc") else "")
+            + ("; **a VM that hands freed memory back to its host** (virtio-balloon free page "
+               "reporting): a large fresh output pays the host's faults when its pages were "
+               "freed more than about 2 s before" if m.get("free_page_reporting") else ""))  # fmt: skip
 
 
 def render(runs: dict[str, dict], *, source: str | None = None) -> str:

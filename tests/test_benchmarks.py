@@ -274,6 +274,25 @@ def test_the_header_records_load_governor_and_clocksource():
     text = report.render(runs)
     assert "; load average 0.5 before, 3.25 after; governor performance; clocksource tsc" in text
     assert "; GLIBC_TUNABLES=glibc.malloc.x=1" in text
+    assert "free page reporting" not in text
+    runs["1.0.0"]["machine"]["free_page_reporting"] = True
+    assert "; **a VM that hands freed memory back to its host** (virtio-balloon free page" in report.render(runs)  # fmt: skip
+
+
+def test_free_page_reporting_is_read_from_the_balloons_feature_bits(tmp_path):
+    """Bit 5 (REPORTING) of a virtio device of type 5 (balloon); another device's bit 5, or
+    a balloon without it, is not; no sysfs folder: unknown."""
+    def device(name: str, kind: str, features: str) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "device").write_text(kind + "\n")
+        (tmp_path / name / "features").write_text(features + "\n")
+
+    device("virtio1", "0x0002", "0000010000")  # a block device with bit 5
+    device("virtio0", "0x0005", "0110000000")  # a balloon: stats, deflate on OOM
+    assert machine.free_page_reporting(str(tmp_path)) is False
+    (tmp_path / "virtio0" / "features").write_text("0110010100\n")  # this VM's: bit 5 set
+    assert machine.free_page_reporting(str(tmp_path)) is True
+    assert machine.free_page_reporting(str(tmp_path / "absent")) is None
 
 
 def test_overlapping_times_are_called_a_tie():

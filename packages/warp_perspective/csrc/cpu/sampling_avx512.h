@@ -154,7 +154,7 @@ struct Vec {
                          _mm512_setzero_si512());
     _mm_mask_storeu_epi8(p, keep, _mm512_cvtusepi32_epi8(r));
   }
-  // ---- the tables (sampling_per_level.h): whole groups, int32 offsets ----
+  // ---- the tables (sampling_tables_per_level.h): whole groups, int32 offsets
   static I izero_unless(M m, I v) {
     return _mm512_maskz_mov_epi32(m, v);
   }

@@ -211,7 +211,7 @@ struct RowScratch {
   std::vector<int32_t> outside;
 };
 
-// The kernels of one CPU level for one dtype and mode (sampling_per_level.h's
+// A CPU level's kernels for one dtype and mode (sampling_tables_per_level.h's
 // kernels()), null where the dtype has none: row for the float32 and uint8
 // forward, table for the float64 forward, backward for float32 and float64.
 template <typename scalar_t>

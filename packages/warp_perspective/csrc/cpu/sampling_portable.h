@@ -259,7 +259,7 @@ struct Vec {
       }
     }
   }
-  // ---- the tables (sampling_per_level.h): whole groups, int32 offsets ----
+  // ---- the tables (sampling_tables_per_level.h): whole groups, int32 offsets
   static I izero_unless(M m, I v) {
     return v & m;
   }

@@ -282,6 +282,7 @@ def test_the_header_records_load_governor_and_clocksource():
 def test_free_page_reporting_is_read_from_the_balloons_feature_bits(tmp_path):
     """Bit 5 (REPORTING) of a virtio device of type 5 (balloon); another device's bit 5, or
     a balloon without it, is not; no sysfs folder: unknown."""
+
     def device(name: str, kind: str, features: str) -> None:
         (tmp_path / name).mkdir()
         (tmp_path / name / "device").write_text(kind + "\n")

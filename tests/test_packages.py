@@ -335,6 +335,7 @@ def _cuda_packages() -> list[str]:
 
 @pytest.mark.skipif(torch.version.cuda is None, reason="torch here is a CPU-only build")
 @pytest.mark.parametrize("name", _cuda_packages())
+@pytest.mark.compiler
 def test_cuda_build_used_this_environments_compiler_and_carries_sm90(name: str):
     """Under a CUDA torch, nox gives each environment NVIDIA's pip compiler of torch's CUDA
     version; with CUDA_HOME unset the build must have used it, not a system nvcc of another

@@ -291,7 +291,7 @@ def test_the_tests_session_runs_what_compiles_nothing_with_no_compiler_reachable
             raise RuntimeError(text)
 
     env = namespace["no_compiler"](Session())
-    assert (env["CC"], env["CXX"], env["CUDA_HOME"]) == ("false", "false", "/nonexistent")
+    assert (env["CC"], env["CXX"], env["CUDA_HOME"], env["REPO_NO_COMPILER"]) == ("false", "false", "/nonexistent", "1")  # fmt: skip
     compilers = ("gcc", "gcc-12", "g++", "x86_64-linux-gnu-g++-12", "cc", "c++", "cpp", "nvcc", "clang++")  # fmt: skip
     for program in compilers:
         assert shutil.which(program, path=env["PATH"]) is None, program

@@ -70,6 +70,7 @@ def test_doctor_accepts_the_real_compiler():
         ),
     ],
 )
+@pytest.mark.compiler
 def test_doctor_says_how_the_compiler_links_libstdcxx(tmp_path, wrapper, status, words, shared_cxx):
     """The lent GPU machines' build compiler linked libstdc++ statically: every library
     then crashed at its first error message."""
@@ -78,6 +79,7 @@ def test_doctor_says_how_the_compiler_links_libstdcxx(tmp_path, wrapper, status,
     assert finding is not None and finding.status == status and words in finding.text
 
 
+@pytest.mark.compiler
 def test_doctor_picks_the_first_compiler_that_links_the_shared_libstdcxx(tmp_path, shared_cxx):
     """As on the lent H100: c++ and g++ wrappers that link libstdc++ statically around
     g++-real. pick_cxx takes g++-real, and the doctor names it; a numbered g++-N is tried

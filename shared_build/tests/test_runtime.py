@@ -222,6 +222,7 @@ def _glibc() -> tuple[int, int]:
     not (shutil.which("gcc") and shutil.which("nm")) or _glibc() < (2, 34),
     reason="needs gcc, nm and glibc >= 2.34 (dlopen moved into libc at 2.34)",
 )
+@pytest.mark.compiler
 def test_glibc_newer_than_names_each_symbol_past_the_limit(tmp_path):
     source = tmp_path / "lib.c"
     source.write_text(

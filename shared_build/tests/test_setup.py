@@ -574,6 +574,7 @@ def _macros(extension) -> dict[str, str | None]:
         ("stable", True, [("demo._C", False, False, False), ("demo._C_cuda", True, True, True)]),
     ],
 )
+@pytest.mark.compiler  # a CUDAExtension needs a CUDA toolkit
 def test_make_extensions(tmp_path, abi, cuda, expected):
     cpp_extension = pytest.importorskip("torch.utils.cpp_extension")
     if cuda and cpp_extension.CUDA_HOME is None:
@@ -690,6 +691,7 @@ def stream_source(tmp_path):
     return source
 
 
+@pytest.mark.compiler
 def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(
     tmp_path, stream_source, shared_cxx
 ):
@@ -715,6 +717,7 @@ def test_runtime_link_args_keep_libstdcxx_shared_under_a_static_compiler(
     assert loads_shared(*cxx_runtime_link_args(sys.platform)) is True
 
 
+@pytest.mark.compiler
 def test_check_cxx_runtime_names_a_static_libstdcxx(tmp_path, stream_source, shared_cxx):
     shared, static = tmp_path / "shared.so", tmp_path / "static.so"
     base = [*shared_cxx.split(), "-shared", "-fPIC", str(stream_source)]

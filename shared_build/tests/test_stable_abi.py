@@ -136,6 +136,7 @@ def test_cuda_library_path(tmp_path):
 
 
 @pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm")), reason="needs g++ and nm")
+@pytest.mark.compiler
 def test_unstable_symbols_finds_cxx_torch_symbols(tmp_path):
     source = tmp_path / "lib.cpp"
     source.write_text(
@@ -154,6 +155,7 @@ def test_unstable_symbols_finds_cxx_torch_symbols(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
+@pytest.mark.compiler
 def test_stable_checks_header_throws_the_sentence_and_writes_parts_as_python(tmp_path):
     """stable_checks.h: the message is exactly the parts (no file or line), sizes and
     layouts as Python prints them; compiled against this torch's stable headers."""

@@ -221,3 +221,27 @@ def test_busy_side_stream_catches_a_first_launch_under_lazy_loading():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "0", "the wrong-stream launch read the written input"
+
+
+def test_a_skip_for_want_of_a_compiler_fails_where_nox_runs_with_none(tmp_path):
+    """REPO_NO_COMPILER set (nox -s tests' run with no compiler), a test that skips naming a
+    compiler, g++, gcc, nvcc or CUDA_HOME fails and asks for the compiler marker; another
+    skip stays a skip; unset, all are skips."""
+    (tmp_path / "test_skips.py").write_text(
+        "import pytest\n"
+        "def test_needs_gxx():\n    pytest.skip('needs g++ and nm')\n"
+        "@pytest.mark.skipif(True, reason='no C++ compiler here links the shared libstdc++')\n"
+        "def test_marked():\n    pass\n"
+        "def test_needs_a_gpu():\n    pytest.skip('no CUDA GPU visible')\n"
+    )
+
+    def run(**env: str) -> str:
+        clean = {k: v for k, v in os.environ.items() if k != "REPO_NO_COMPILER"}
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
+                               str(tmp_path)], cwd=tmp_path, env={**clean, **env},
+                              capture_output=True, text=True).stdout  # fmt: skip
+
+    out = run(REPO_NO_COMPILER="1")
+    assert "1 failed, 1 skipped, 1 error" in out, out  # the skipif fails at its setup
+    assert "mark it @pytest.mark.compiler" in out and "(needs g++ and nm)" in out
+    assert "3 skipped" in run(), run()

@@ -5,6 +5,7 @@ packages' CUDA tests share, and ``file_scope`` for the repository's pytest-xdist
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -69,6 +70,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             elif once and wanted and wanted != version:
                 reason = f"runs once per nox run, under torch {wanted} (REPO_ONCE_TORCH)"
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+# Where nox -s tests runs with no compiler reachable (REPO_NO_COMPILER), a test that skips
+# for want of one would never run at all: it fails instead, asking for the compiler marker.
+WANTS_A_COMPILER = re.compile(r"compiler|\bg\+\+|\bgcc\b|\bnvcc\b|CUDA_HOME", re.IGNORECASE)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = (yield).get_result()
+    reason = str(getattr(call.excinfo, "value", ""))
+    if os.environ.get("REPO_NO_COMPILER") and report.skipped and WANTS_A_COMPILER.search(reason):
+        report.outcome = "failed"
+        report.longrepr = (f"skipped for want of a compiler ({reason}) in the run with none: mark "
+                           "it @pytest.mark.compiler, and nox -s tests runs it with one")  # fmt: skip
 
 
 def file_scope(nodeid: str, spread: Iterable[str] = ()) -> str:

@@ -106,17 +106,22 @@ def cv2_loops(image, mats64, mats, interpolation: str = "bilinear"):
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
-def fresh_copy(image: torch.Tensor) -> torch.Tensor:
-    """image copied into a new tensor advised for huge pages from 8 MB, as the op's outputs
-    are (cpu/warp_perspective_kernel.cpp)."""
-    out, huge = torch.empty_like(image), 2 << 20
+def fresh_output(like: torch.Tensor) -> torch.Tensor:
+    """A new tensor like `like`, advised for huge pages from 8 MB, as the op's outputs are
+    (cpu/warp_perspective_kernel.cpp)."""
+    out, huge = torch.empty_like(like), 2 << 20
     first, last = (
         (out.data_ptr() + huge - 1) & ~(huge - 1),
         (out.data_ptr() + out.nbytes) & ~(huge - 1),
     )
     if out.nbytes >= 4 * huge and _LIBC is not None and last > first:
         _LIBC.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 14)  # HUGEPAGE
-    return out.copy_(image)
+    return out
+
+
+def fresh_copy(image: torch.Tensor) -> torch.Tensor:
+    """image copied into a fresh_output: the floor of a warp that writes a new tensor."""
+    return fresh_output(image).copy_(image)
 
 
 def run(ctx: Context) -> None:

@@ -44,15 +44,6 @@ def vmstat() -> dict[str, int]:
     return {k: int(v) for k, v in pairs if k in COUNTERS}
 
 
-def fresh_zeros(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    huge = 2 << 20
-    first = (out.data_ptr() + huge - 1) & ~(huge - 1)
-    last = (out.data_ptr() + out.nbytes) & ~(huge - 1)
-    bench._LIBC.madvise(bench.ctypes.c_void_p(first), bench.ctypes.c_size_t(last - first), 14)
-    return out.zero_()
-
-
 print(f"torch {torch.__version__}, cv2 {cv2.__version__}, one thread each; "
       f"MemFree {Path('/proc/meminfo').read_text().split('MemFree:')[1].split()[0]} kB; "
       f"load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
@@ -63,7 +54,7 @@ for size in args.sizes:
     x = torch.rand(bench.BATCH, bench.CHANNELS, h, w, generator=torch.Generator().manual_seed(1))
     impls = {
         "ours": lambda: warp_perspective.warp_perspective(x, mats),
-        "fresh output, zeroed": lambda: fresh_zeros(x),
+        "fresh output, zeroed": lambda: bench.fresh_output(x).zero_(),
         "cv2 loop": bench.cv2_loops(x, mats64, mats)[0],
     }
     for fn in impls.values():

@@ -277,6 +277,39 @@ def test_the_header_records_load_governor_and_clocksource():
     assert "free page reporting" not in text
     runs["1.0.0"]["machine"]["free_page_reporting"] = True
     assert "; **a VM that hands freed memory back to its host** (virtio-balloon free page" in report.render(runs)  # fmt: skip
+    assert "as root the bench holds it" not in report.render(runs)  # no knob: nothing to hold
+    runs["1.0.0"]["machine"]["reporting_delay_ms"] = 0
+    assert "2 s before (as root the bench holds it)" in report.render(runs)
+    runs["1.0.0"]["machine"]["reporting_delay_ms"] = 60_000
+    text = report.render(runs)
+    assert "hands freed memory back" not in text
+    assert "reporting held while timing: a freed block is the host's after 60 s free" in text
+
+
+def test_the_bench_holds_free_page_reports_and_gives_the_knob_back(tmp_path, monkeypatch):
+    """Raised to 60 s while the block runs, its old value back after, even on an error; a
+    knob already higher, a missing one, or one it may not write is left as it is."""
+    knob = tmp_path / "min_free_ms"
+    knob.write_text("0\n")
+    with pytest.raises(KeyError), machine.pages_held(str(tmp_path)) as delay:
+        assert delay == 60_000 and knob.read_text() == "60000"
+        assert machine.reporting_delay(str(tmp_path)) == 60_000
+        raise KeyError
+    assert knob.read_text() == "0"
+    knob.write_text("90000\n")
+    with machine.pages_held(str(tmp_path)) as delay:
+        assert delay == 90_000
+    assert knob.read_text() == "90000\n"
+    with machine.pages_held(str(tmp_path / "absent")) as delay:
+        assert delay is None
+    knob.write_text("0\n")
+
+    def refuse(path, *_):  # not root
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(machine.Path, "write_text", refuse)
+    with machine.pages_held(str(tmp_path)) as delay:
+        assert delay == 0 and knob.read_text() == "0\n"
 
 
 def test_free_page_reporting_is_read_from_the_balloons_feature_bits(tmp_path):

@@ -24,6 +24,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -169,7 +170,8 @@ def main() -> int:
     if not (args.plan or args.as_is):  # this VM kind's host takes back pages freed 2 s ago
         held = contextlib.ExitStack()
         held.enter_context(machine.pages_held())
-        atexit.register(held.close)
+        atexit.register(held.close)  # at exit, Ctrl-C and SIGTERM too (SIGKILL leaves it held)
+        signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
     emit("run", format=FORMAT, torch=torch.__version__, cuda=torch.version.cuda,
          machine=machine.describe(), quick=args.quick, headline=args.headline,
          argv=sys.argv[1:], packages=[path.parent.parent.name for path in paths])  # fmt: skip

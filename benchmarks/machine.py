@@ -51,9 +51,9 @@ def reporting_delay(params: str = REPORTING) -> int | None:
 @contextlib.contextmanager
 def pages_held(params: str = REPORTING, hold_ms: int = HOLD_MS) -> Iterator[int | None]:
     """Freed memory reported to the host only after hold_ms while timing, where the knob is
-    and may be written (root); restored after. Then no call's output lands on pages the host
-    took back: after 3 s pauses a fresh 4K output cost 1153 ms with the knob at 0 and 89 ms
-    at 60 s (results/cpu/2026-11-29-epyc-fresh-pages). Yields the delay in effect."""
+    and may be written (root); restored after. Then a call seldom gets pages the host took
+    back: after 3 s pauses a fresh 4K output cost 1070 ms with the knob at 0 and 89 ms at
+    60 s (results/cpu/2026-11-29-epyc-fresh-pages). Yields the delay in effect."""
     knob, before = Path(params) / "min_free_ms", reporting_delay(params)
     held = before is not None and before < hold_ms
     if held:

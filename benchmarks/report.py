@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import MIN_SAMPLES, format_seconds
+from benchmarks.machine import HOLD_MS
 from benchmarks.run import read
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -339,7 +340,7 @@ def reporting(m: dict) -> str:
     delay = m.get("reporting_delay_ms")
     if not m.get("free_page_reporting"):
         return ""
-    if delay is not None and delay >= 60_000:
+    if delay is not None and delay >= HOLD_MS:
         return (f"; virtio-balloon free page reporting held while timing: a freed block is the "
                 f"host's after {delay // 1000} s free, not about 2 s")  # fmt: skip
     return ("; **a VM that hands freed memory back to its host** (virtio-balloon free page "

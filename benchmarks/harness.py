@@ -121,12 +121,13 @@ class Context:
         dtype: str | torch.dtype,
         impls: dict[str, Callable[[], Any]],
         ours: str | Sequence[str],
-        extra: Callable[[float], dict[str, float]] | None = None,
+        extra: dict[str, float] | None = None,
         rounds: int | None = None,
         graph: Collection[str] | bool = (),
     ) -> dict[str, Measurement]:
         """Time every implementation of one case side by side and record them; returns them
-        by implementation (and " [clock]" for a CUDA clock but wall). graph: the
+        by implementation (and " [clock]" for a CUDA clock but wall). extra: a figure's
+        amount per call, recorded over the time ({"GB/s": GB moved}). graph: the
         implementations (True: all) also timed as CUDA-graph replays on CUDA."""
         if self.plan or (self.only is not None and (op, case, device) not in self.only):
             return {}  # a benchmark that did not ask wants() first: not a selected row
@@ -162,8 +163,8 @@ class Context:
             m = Measurement(op=op, case=case, size=float(size), impl=name, ours=name in ours_set,
                             device=device, dtype=dtype_name, seconds=seconds, iqr=iqr(times),
                             runs=sum(len(ts) * number for ts, number in per_round),
-                            extra=extra(seconds) if extra else {}, samples=len(times),
-                            clock=clock, rounds=medians, machine=window)  # fmt: skip
+                            samples=len(times), clock=clock, rounds=medians, machine=window,
+                            extra={k: x / seconds for k, x in (extra or {}).items()})  # fmt: skip
             self.measurements.append(m)
             self.on_event("measurement", **asdict(m))
             label = name if clock == "wall" else f"{name} [{clock}]"

@@ -1,8 +1,5 @@
-"""gc_cpp.graph_conv against the seed formula a.mm(x).mm(w) + b, the cheaper association in
-eager, "eager addmm" (the same with the bias fused: the best eager expression) and, on a 1%
-dense adjacency, torch.sparse.mm in the cheaper association, CSR and COO; float32, N in
-{1024, 4096}, F 512 -> 64 and 64 -> 512, forward and forward + backward (autograd.grad).
-"""
+"""gc_cpp.graph_conv against the seed formula, eager, "eager addmm" (the bias fused: the best
+eager expression) and torch.sparse.mm: the peers and shapes of README.md's Benchmark."""
 
 from __future__ import annotations
 
@@ -105,18 +102,15 @@ def _time_n(ctx: Context, device: str, n: int, rounds: int) -> None:
             return dense, sparse
 
         def backward(fns):
-            return {
-                k: lambda f=f: torch.autograd.grad(f(), (xg, wg, bg), grad) for k, f in fns.items()
-            }
+            return {k: lambda f=f: torch.autograd.grad(f(), (xg, wg, bg), grad)
+                    for k, f in fns.items()}  # fmt: skip
 
-        dense, sparse = rows(x, w, b)
         dense_g, sparse_g = rows(xg, wg, bg)
         del dense_g[eager_name(f_in, f_out)]
-        for op, impls in zip(
-            OPS, (dense, sparse, backward(dense_g), backward(sparse_g)), strict=True
-        ):
+        by_op = (*rows(x, w, b), backward(dense_g), backward(sparse_g))
+        for op, impls in zip(OPS, by_op, strict=True):
             ours = PACKAGE if "dense" in op else ["gc_cpp CSR", "gc_cpp COO"]
-            extra = (lambda s: {"GFLOP/s (cheap order)": flops / s / 1e9}) if op == DENSE else None
+            extra = {"GFLOP/s (cheap order)": flops / 1e9} if op == DENSE else None
             # On CUDA the dense N = 1024 rows are launch-bound (33-45 us, H200, 2026-11-27):
             # also timed as CUDA-graph replays. Sparse products may synchronize: not captured.
             ctx.compare(op=op, case=_case(n, f_in, f_out), size=n, device=device,

@@ -1,11 +1,8 @@
-"""warp_perspective against kornia, loops of cv2.warpPerspective and, on CUDA, a
-plain-PyTorch grid_sample warp: batch 8, 3 channels, float32, bilinear, zeros padding,
-256x256, 1080p and 4K (2160x3840, 796 MB a float32 batch). CPU: the public op (default
-backend: the goal's row), each backend picked per call, kornia, "cv2 loop" on (H, W, 3)
-arrays prepared beforehand (cv2's best case), the loop a torch user writes "from NCHW
-tensors", and the floor: a copy into a new output advised for huge pages as ours are (what
-a warp that writes a new tensor must do). Then ours against the cv2 loop with one thread
-each: bilinear and nearest, float32, uint8.
+"""warp_perspective against kornia, the cv2 loops of README.md's Benchmark, on CUDA a
+plain-PyTorch grid_sample warp and on the CPU each backend picked per call and the floor of a
+warp that writes a new tensor: batch 8, 3 channels, float32, bilinear, 256x256, 1080p and 4K
+(796 MB a batch). Then ours against the cv2 loop with one thread each: bilinear and nearest,
+float32, uint8.
 """
 
 from __future__ import annotations
@@ -84,13 +81,10 @@ def cv2_loops(image, mats64, mats, interpolation: str = "bilinear"):
     flags = cv2.INTER_NEAREST if interpolation == "nearest" else cv2.INTER_LINEAR
     size = tuple(image.shape[:-3:-1])  # (W, H)
     hwc = [np.ascontiguousarray(im.permute(1, 2, 0).numpy()) for im in image]
-    np_mats = [m.numpy() for m in mats64]
+    prepared = list(zip(hwc, [m.numpy() for m in mats64], strict=True))
 
     def loop():
-        return [
-            cv2.warpPerspective(im, m, size, flags=flags)
-            for im, m in zip(hwc, np_mats, strict=True)
-        ]
+        return [cv2.warpPerspective(im, m, size, flags=flags) for im, m in prepared]
 
     def from_nchw():
         hwc = (np.ascontiguousarray(im.permute(1, 2, 0).numpy()) for im in image)
@@ -110,10 +104,8 @@ def fresh_output(like: torch.Tensor) -> torch.Tensor:
     """A new tensor like `like`, advised for huge pages from 8 MB, as the op's outputs are
     (cpu/warp_perspective_kernel.cpp)."""
     out, huge = torch.empty_like(like), 2 << 20
-    first, last = (
-        (out.data_ptr() + huge - 1) & ~(huge - 1),
-        (out.data_ptr() + out.nbytes) & ~(huge - 1),
-    )
+    first = (out.data_ptr() + huge - 1) & ~(huge - 1)  # the whole huge pages inside it
+    last = (out.data_ptr() + out.nbytes) & ~(huge - 1)
     if out.nbytes >= 4 * huge and _LIBC is not None and last > first:
         _LIBC.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 14)  # HUGEPAGE
     return out
@@ -125,10 +117,9 @@ def fresh_copy(image: torch.Tensor) -> torch.Tensor:
 
 
 def run(ctx: Context) -> None:
-    kornia = importlib.util.find_spec("kornia") and importlib.import_module(
-        "kornia.geometry.transform"
-    )
-    cv2 = importlib.util.find_spec("cv2") and importlib.import_module("cv2")
+    installed = importlib.util.find_spec
+    kornia = installed("kornia") and importlib.import_module("kornia.geometry.transform")
+    cv2 = installed("cv2") and importlib.import_module("cv2")
     config = warp_perspective.build_config()
     ctx.note(f"warp_perspective default CPU backend: {config['cpu_default']} (OpenCV "
              f"{config['opencv'] or 'absent'}), cv2 {cv2.__version__ if cv2 else 'absent'} with "
@@ -158,7 +149,7 @@ def run(ctx: Context) -> None:
             # grid_sample also timed as CUDA-graph replays.
             ctx.compare(op=OP, case=_case(size), size=image.numel(), device=device,
                         dtype=torch.float32, impls=impls, ours=[OURS, BUILTIN, OPENCV],
-                        extra=lambda s: {"Msamples/s": image.numel() / s / 1e6},
+                        extra={"Msamples/s": image.numel() / 1e6},
                         rounds=ROUNDS.get(size), graph=[OURS, GRID_SAMPLE] if size == "256x256" else ())  # fmt: skip
         if device == "cpu":
             _one_thread_rows(ctx, sizes, mats64, cv2)
@@ -171,9 +162,8 @@ def _one_thread_rows(ctx: Context, sizes: dict, mats64: torch.Tensor, cv2) -> No
     if cv2:
         cv2.setNumThreads(1)
     try:
-        for (size, (h, w)), (op, interpolation, dtype) in itertools.product(
-            sizes.items(), ONE_THREAD_CASES
-        ):
+        rows = itertools.product(sizes.items(), ONE_THREAD_CASES)
+        for (size, (h, w)), (op, interpolation, dtype) in rows:
             if not ctx.wants(op, _case(size), "cpu"):
                 continue
             x = torch.rand(BATCH, CHANNELS, h, w, generator=torch.Generator().manual_seed(1))
@@ -182,7 +172,7 @@ def _one_thread_rows(ctx: Context, sizes: dict, mats64: torch.Tensor, cv2) -> No
             if cv2:
                 impls[CV2_LOOP] = cv2_loops(x, mats64, mats, interpolation)[0]
             ctx.compare(op=op, case=_case(size), size=x.numel(), device="cpu", dtype=dtype,
-                        impls=impls, ours=OURS, extra=lambda s: {"Msamples/s": x.numel() / s / 1e6},
+                        impls=impls, ours=OURS, extra={"Msamples/s": x.numel() / 1e6},
                         rounds=ROUNDS.get(size))  # fmt: skip
     finally:
         torch.set_num_threads(threads[0])

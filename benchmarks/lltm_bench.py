@@ -1,12 +1,9 @@
-"""The LLTM benchmark of lltm_cpu and lltm_cuda: one step inside a sequence, as in training
-with backpropagation through time (parameters, old_h and old_cell need gradients), forward
-and forward+backward, at the tutorial's shape and a large one, against the tutorial's eager
-LLTM, torch.compile of it (on CUDA also mode="reduce-overhead") and floors: the step's GEMMs
-alone, those plus autograd.grad through a trivial graph (no step through autograd gets
-below it), and the GEMMs each after the cheapest op that writes its input (FRESH_FLOOR: the
-concatenation of old_h and input, a fresh gate gradient), as a step's are: alone for the
-package's forward and backward ops called directly ("lltm ops"), plus autograd.grad for a
-step (FRESH_FLOOR_GRAD, the floor a step through autograd must pay, issue 63).
+"""The LLTM benchmark of lltm_cpu and lltm_cuda (packages/lltm_cpu/README.md, Benchmark): a
+training step at the tutorial's shape and a large one against eager, torch.compile (on CUDA
+also mode="reduce-overhead") and floors. FRESH_FLOOR: the GEMMs each after the cheapest op
+that writes its input (the concatenation of old_h and input, a fresh gate gradient), as a
+step's are, for the ops called directly ("lltm ops"); FRESH_FLOOR_GRAD adds autograd.grad:
+the floor a step through autograd must pay (issue 63).
 """
 
 from __future__ import annotations

@@ -82,8 +82,6 @@ def describe() -> dict[str, Any]:
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "memory_gib": memory and round(int(memory.split()[0]) / (1 << 20), 1),
         "gpu": gpu,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),

@@ -242,8 +242,7 @@ def goal_rows(runs: dict[str, dict], flagged: dict[tuple, str]) -> list[list[str
     goals = {json.dumps(g, sort_keys=True): g for data in runs.values() for g in data["goals"]}
     rows, not_run = [], {}
     for goal in goals.values():
-        clock = goal.get("clock", "wall")
-        names = [n if clock == "wall" else f"{n} [{clock}]" for n in (goal["ours"], goal["peer"])]
+        names = [label({**goal, "impl": n}) for n in (goal["ours"], goal["peer"])]
         matching = [(key, case, impls) for key, cases in table.items()
                     if key[:3] == (goal["package"], goal["op"], goal["device"])
                     for case, impls in cases.items() if goal.get("case") in (None, case)]  # fmt: skip
@@ -298,12 +297,8 @@ def op_tables(runs: dict[str, dict], flagged: dict[tuple, str], level: str) -> l
                              ", ".join(f"{k} {x:.3g}" for k, x in extras.items())])  # fmt: skip
         header = ["case", "impl", *(f"time {v}" for v in versions),
                   *(f"speedup {v}" for v in versions), "extra"]  # fmt: skip
-        out += [
-            "",
-            f"{level} {package}: {op} ({device}, {dtype})",
-            "",
-            markdown_table(header, rows),
-        ]
+        out += ["", f"{level} {package}: {op} ({device}, {dtype})", "",
+                markdown_table(header, rows)]  # fmt: skip
     return out
 
 

@@ -9,9 +9,8 @@ The rows file (--rows, else a temporary one) gets a JSON line per event as it ha
 run killed midway keeps what it measured; ``read`` turns it into the dictionary --output
 writes. Exits 1 when a package failed or a headline row was not measured. On glibc it
 re-executes itself with fixed malloc thresholds (ALLOCATOR): under glibc's defaults the
-implementations timed round-robin fragment the heap for each other, and lltm_cpu's large
-step got its 15.7 MB weight gradient as fresh pages (5 ms of a 15-20 ms step) in 8 to 19 of
-61 steps, 0 to 3 with these (2-core EPYC, 2026-11-28; results/cpu/2026-11-28-epyc-lltm).
+implementations timed round-robin fragment the heap for each other (lltm_cpu's large step
+paid fresh pages in 8 to 19 of 61 steps, 0 to 3 with these: packages/lltm_cpu/README.md).
 """
 
 from __future__ import annotations
@@ -138,11 +137,7 @@ def main() -> int:
     add("--device", action="append", default=[], choices=["cpu", "cuda"],
         help="time only on this device (repeatable; default: every one here; --headline: cuda)")  # fmt: skip
     add("--skipped", default="{}", help="JSON {package: reason} not built here")
-    add(
-        "--as-is",
-        action="store_true",
-        help="leave free page reporting as it is (machine.pages_held)",
-    )
+    add("--as-is", action="store_true", help="leave free page reporting as is (machine.pages_held)")
     args = parser.parse_args()
     if not (args.output or args.rows or args.plan):
         parser.error("name where results go: --output, --rows, or both (or --plan)")

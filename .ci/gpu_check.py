@@ -171,8 +171,7 @@ class Lane:
             "GPU_RESULTS": str(check.out / f"{prefix}-{self.name}.jsonl"),
             "PYTHONPATH": TEST_PATH,
             "PYTHONUNBUFFERED": "1",
-            # Inductor's compile workers, one per core in every test process, would swamp
-            # the cores the suites share.
+            # Inductor's compile workers, one per core per test process, would swamp the cores.
             "TORCHINDUCTOR_COMPILE_THREADS": "1",
         }
         return check.job(self.name, command, f"{prefix}-{self.name}.log", **env)
@@ -331,12 +330,10 @@ def step_sanitize(check: Check) -> str:
         lane.wrapper += [check.facts["sanitizer"], "--tool", *tool, "--error-exitcode", "99",
                         "--target-processes", "all", "--show-backtrace", "device",
                         "--log-file", str(log)]  # fmt: skip
-        # Without the caching allocator each tensor is an allocation of its own, so a read
-        # past its end is caught.
+        # No caching allocator: each tensor its own allocation, so a read past its end is caught.
         jobs.append(lane.job(check, "sanitize", PYTORCH_NO_CUDA_MEMORY_CACHING="1"))
     probes = initcheck_probes(check)
-    # The probes first (small), then every lane at once (3 processes each: the tool's
-    # slowdown is mostly on the GPU's side).
+    # All at once, the probes first (3 processes a lane: the tool slows mostly the GPU's side).
     run_jobs(probes + jobs, check.deadline("sanitize"), len(probes) + len(jobs))
     status = judge(check, "sanitize", jobs)
     for job in jobs:
@@ -467,11 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--budget", type=float, default=480.0, help="seconds in all (480)")
     parser.add_argument("--steps", default=",".join(STEPS), help=f"some of {','.join(STEPS)}")
-    parser.add_argument(
-        "--packages",
-        default=os.environ.get("PACKAGES", ""),
-        help="comma-separated (or $PACKAGES); default every package",
-    )
+    parser.add_argument("--packages", default="", help="comma-separated; default every package")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     parser.add_argument("--simulate", action="store_true", help="rehearse on a CPU machine")
     parser.add_argument(
@@ -481,15 +474,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     steps = args.steps.replace(",", " ").split()
-    for step in steps:
-        if step not in STEPS:
-            parser.error(f"unknown step {step!r} (of {', '.join(STEPS)})")
+    if unknown := [step for step in steps if step not in STEPS]:
+        parser.error(f"unknown step {unknown[0]!r} (of {', '.join(STEPS)})")
     every = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
     packages = args.packages.replace(",", " ").split() or every
     out = Path(os.environ.get("OUT") or ROOT / "gpu-check")
     hand_back = None
     if args.hand_back:
-        hand_back, out = out, Path(os.environ.get("GPU_CHECK_LOGS", "/tmp/gpu-check-logs"))
+        hand_back, out = out, Path("/tmp/gpu-check-logs")
         hand_back.mkdir(parents=True, exist_ok=True)
     check = Check(
         out, args.budget, [s for s in STEPS if s in steps], packages, args.simulate, hand_back

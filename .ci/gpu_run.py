@@ -23,8 +23,7 @@ from gpu_results import CUT, FAILED
 ROOT = Path(__file__).resolve().parents[1]
 PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
 
-# The seconds left to each step (and to packing the logs at the end): a step ends by the budget
-# less what the chosen steps after it are left.
+# A step ends by the budget less these seconds for the end and for each chosen step after it.
 LEFT = {"test": 130, "sanitize": 85, "bench": 77, "end": 8}
 
 
@@ -216,8 +215,7 @@ def preflight(check: Check) -> bool:
         smi = capture("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv")
         (check.out / "gpu.txt").write_text(smi.stdout + smi.stderr)
     make_venv(check)
-    # shared_build, every package's build requirement and the tests' pytest plugin, built
-    # offline with the setuptools the machine has.
+    # shared_build (the builds' requirement, the tests' plugin), with the machine's setuptools.
     installed = capture(
         check.python, *PIP_INSTALL.split(), str(ROOT / "shared_build"), env=check.env
     )
@@ -230,8 +228,7 @@ def preflight(check: Check) -> bool:
     if cxx is None:
         check.say("preflight: FAILED: no C++ compiler here links the shared libstdc++ (facts.txt)")
         return False
-    # setuptools links a C++ extension with its own setting (sysconfig's LDCXXSHARED) unless
-    # these name the compiler.
+    # Else setuptools links C++ with its own setting (sysconfig's LDCXXSHARED).
     check.env.update(CXX=cxx, LDSHARED=f"{cxx} -shared", LDCXXSHARED=f"{cxx} -shared")
     probe = capture(check.python, str(ROOT / ".ci" / "gpu_facts.py"), env=check.env)
     try:

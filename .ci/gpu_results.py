@@ -164,9 +164,7 @@ def verdict(
     passed, failed, skipped = run.count("passed"), run.count("failed"), run.count("skipped")
     line = f"{step}: {passed} passed, {failed} failed, {skipped} skipped"
     skips = Counter(run.reasons[t] for t, o in run.outcomes.items() if o == "skipped")
-    for test, outcome, reason in run.collect_problems:
-        if outcome == "skipped":
-            skips[f"{reason} (collection of {test})"] += 1
+    skips.update(f"{r} (collection of {t})" for t, o, r in run.collect_problems if o == "skipped")
     problems = []
     if failed:
         failing = [t for t, o in run.outcomes.items() if o == "failed"]
@@ -176,10 +174,8 @@ def verdict(
         problems.append(f"{len(errors)} collection errors: {errors[0][0]}: {errors[0][1]}")
     forbidden = {r: n for r, n in skips.items() if forbidden_skip(r, gpu_memory_gb)}
     if forbidden:
-        problems.append(
-            "skipped for want of what this machine must have: "
-            + "; ".join(f"{n} x {r!r}" for r, n in sorted(forbidden.items()))
-        )
+        wanted = "; ".join(f"{n} x {r!r}" for r, n in sorted(forbidden.items()))
+        problems.append(f"skipped for want of what this machine must have: {wanted}")
     not_reached = run.not_reached()
     if not cut and run.exitstatus is None:
         where = run.running_at_the_end()

@@ -14,12 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Skip reasons that mean the machine lacks what the GPU check exists to exercise.
-FORBIDDEN_SKIPS = (
-    re.compile(r"no CUDA GPU visible", re.I),
-    re.compile(r"CUDA is not available", re.I),
-    re.compile(r"could not import '([^']+)'"),  # pytest.importorskip's message
-    re.compile(r"is not installed", re.I),
-    re.compile(r"no module named", re.I),
+FORBIDDEN_SKIP = re.compile(
+    r"(?i:no CUDA GPU visible|CUDA is not available|is not installed|no module named)"
+    r"|could not import '[^']+'"  # pytest.importorskip's message
 )
 # "needs 21 GB of free GPU memory": a failure on a GPU with that much memory in all.
 MEMORY_SKIP = re.compile(r"needs (\d+(?:\.\d+)?) GB of free GPU memory")
@@ -137,7 +134,7 @@ class Run:
 
 
 def forbidden_skip(reason: str, gpu_memory_gb: float | None) -> bool:
-    if any(p.search(reason) for p in FORBIDDEN_SKIPS):
+    if FORBIDDEN_SKIP.search(reason):
         return True
     need = MEMORY_SKIP.search(reason)
     return bool(need and gpu_memory_gb is not None and gpu_memory_gb >= float(need.group(1)))

@@ -1,16 +1,8 @@
-"""The GPU check (docs/gpu-check.md): on a machine with an NVIDIA GPU, offline, one command
-proves the CUDA side with the python3 that runs it and that python's torch (2.11 or newer).
-
-    bash .ci/gpu_check.sh [--budget 480] [--steps build,test,sanitize,bench] [--dry-run]
-
-Preflight, then the steps, correctness first, each ending by its deadline within the budget:
-build, test (every CUDA-marked test), sanitize (compute-sanitizer) and bench. Every log goes
-under $OUT (./gpu-check/ when unset) as it happens, so a cut call keeps its work: summary.txt
-one line per result, verdict.txt rewritten at every step. --hand-back, for machines that hand
-back a few files: the logs go to a folder of their own and $OUT keeps summary.txt, verdict.txt
-and gpu-check.tar.gz, repacked every 15 s and at the end. Exit status: 0 every step ran in full
-and passed; 1 a defect (a failure, a crash, a sanitizer error, a skip for want of a GPU, a
-module or memory the GPU has); 2 preflight failed; 3 no defect, but the deadline cut a step.
+"""The GPU check (docs/gpu-check.md): offline, on a machine with an NVIDIA GPU, with the
+python3 that runs it and its torch (2.11 or newer): preflight, then build, test, sanitize and
+bench, each ending by its deadline within the budget, every log under $OUT (./gpu-check/ when
+unset) as it is written. Exit status: 0 every step ran in full and passed; 1 a defect; 2
+preflight failed; 3 no defect, but the deadline cut a step.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ from pathlib import Path
 
 import gpu_results  # beside this file: on sys.path as the script's own folder
 from gpu_results import CUT, FAILED, PASSED
-from gpu_run import PIP_INSTALL, Check, Job, capture, lines_of, preflight, run_jobs
+from gpu_run import PIP_INSTALL, Check, Job, append, capture, lines_of, preflight, run_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,16 +37,19 @@ CUDA_TESTS = re.compile(
     r"|^test_battery = battery\(",
     re.M,
 )
-# What initcheck cannot judge in a package's tests, each shown by .ci/gpu_initcheck_probe.py
-# with no kernel of ours (the findings: docs/gpu-check.md); memcheck runs them all.
-# - "dtypes": initcheck does not see cuBLAS's half-precision writes; left out of the tests
-#   named after them and of the property tests' drawn samples.
-# - "tests": torch's multi-block reduce_kernel reads staging slots no block wrote.
+# What initcheck cannot judge in a package's tests (docs/gpu-check.md; memcheck runs them all):
+# the dtypes whose cuBLAS writes it does not see, and torch's multi-block reduce_kernel reading
+# staging slots no block wrote. .ci/gpu_initcheck_probe.py shows each with no kernel of ours.
 INITCHECK_BLIND = {
     "lltm_cuda": {"dtypes": ("float16", "bfloat16"), "tests": ("grid_stride",)},
 }
 DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
 TEST_PATH = str(ROOT / ".ci")  # where a test run's python finds the results plugin
+
+
+def last_durations() -> dict[str, float]:
+    """Each test's seconds in the last GPU run (DURATIONS), where one timed it."""
+    return json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
 
 
 def is_cuda_package(package: str) -> bool:
@@ -75,20 +70,16 @@ OWN_LIBSTDCXX = (
 )
 
 
-# ---------------------------------------------------------------- build
 def step_build(check: Check) -> str:
-    env = {
-        **check.env,
-        "TORCH_CUDA_ARCH_LIST": check.env.get("TORCH_CUDA_ARCH_LIST", check.facts["arch"]),
-        "MAX_JOBS": str((os.cpu_count() or 2) // len(check.packages) + 1),
-    }
+    """Every package built side by side, then checked in a fresh process (installed_right)."""
+    arch = check.env.get("TORCH_CUDA_ARCH_LIST", check.facts["arch"])
+    cores = str((os.cpu_count() or 2) // len(check.packages) + 1)
     jobs = []
     for package in check.packages:
         cuda = "1" if is_cuda_package(package) and not check.simulate else "auto"
         command = [check.python, *PIP_INSTALL.split(), f"packages/{package}"]
-        jobs.append(
-            Job(package, command, check.out / f"build-{package}.log", {**env, "USE_CUDA": cuda})
-        )
+        env = {"TORCH_CUDA_ARCH_LIST": arch, "MAX_JOBS": cores, "USE_CUDA": cuda}
+        jobs.append(check.job(package, command, f"build-{package}.log", **env))
     run_jobs(jobs, check.deadline("build"), slots=len(jobs))
     bad, notes = [], []
     for job in jobs:
@@ -99,8 +90,7 @@ def step_build(check: Check) -> str:
         else:
             problem, note = installed_right(check, job.name)
             (bad if problem else notes).append(problem or note)
-        with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
-            facts.write(f"link line of {job.name}: {link_line(job.log)}\n")
+        check.note(f"link line of {job.name}: {link_line(job.log)}\n")
     times = ", ".join(f"{j.name} {j.seconds:.0f} s" for j in jobs)
     if bad:
         check.say(f"build: FAILED: {'; '.join(bad)} ({times})")
@@ -123,8 +113,7 @@ def installed_right(check: Check, package: str) -> tuple[str | None, str]:
     probe = capture(
         check.python, "-X", "faulthandler", "-c", IMPORT_PROBE.format(package), env=check.env
     )
-    with open(check.out / f"build-{package}.log", "a", encoding="utf-8") as log:
-        log.write(f"\n== import check\n{probe.stdout}{probe.stderr}")
+    append(check.out / f"build-{package}.log", f"\n== import check\n{probe.stdout}{probe.stderr}")
     if probe.returncode < 0 or probe.returncode > 128:
         exit_text = gpu_results.describe_exit(probe.returncode)
         return f"{package} crashed at import ({exit_text}; build-{package}.log)", ""
@@ -153,7 +142,6 @@ def link_line(log: Path) -> str:
     return "not found in the build log"
 
 
-# ---------------------------------------------------------------- test
 @dataclass
 class Lane:
     """One pytest run: test files, marker and keyword expressions, xdist workers."""
@@ -165,13 +153,28 @@ class Lane:
     workers: int = 0  # 0: one process
     wrapper: list[str] = field(default_factory=list)  # e.g. compute-sanitizer and its flags
 
-    def command(self, check: Check, prefix: str) -> list[str]:
+    def selection(self) -> list[str]:
+        return [*self.paths, "-m", self.marks, "-k", self.keyword]
+
+    def shown(self) -> str:
+        return f"-m '{self.marks}' -k '{self.keyword}'"
+
+    def job(self, check: Check, prefix: str, **env: str) -> Job:
+        """The run, its results into {prefix}-{name}.jsonl, its log and JUnit XML beside."""
         xdist = f"-n {self.workers} --dist load --max-worker-restart 2" if self.workers else ""
-        return [
-            *self.wrapper, check.python, "-X", "faulthandler", "-m", "pytest", *self.paths, "-m", self.marks,
-            "-k", self.keyword, "-q", "-p", "no:cacheprovider", "-p", "gpu_results",
+        command = [
+            *self.wrapper, check.python, "-X", "faulthandler", "-m", "pytest", *self.selection(),
+            "-q", "-p", "no:cacheprovider", "-p", "gpu_results",
             "--junitxml", str(check.out / f"{prefix}-{self.name}.xml"), *xdist.split(),
         ]  # fmt: skip
+        env |= {
+            "GPU_RESULTS": str(check.out / f"{prefix}-{self.name}.jsonl"),
+            "PYTHONPATH": TEST_PATH,
+            "PYTHONUNBUFFERED": "1",
+            # Inductor's compile workers, one per core per test process, would swamp the cores.
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        }
+        return check.job(self.name, command, f"{prefix}-{self.name}.log", **env)
 
 
 def cuda_test_files(folder: str) -> list[str]:
@@ -211,18 +214,17 @@ def test_lanes(
 def count_tests(check: Check, lanes: list[Lane]) -> dict[str, int]:
     """How many tests each lane collects, all collected at once (a few seconds)."""
     env = {**check.env, "PYTHONPATH": TEST_PATH}
+    collect = [check.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
     processes = {}
     for lane in lanes:
-        command = [check.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                   *lane.paths, "-m", lane.marks, "-k", lane.keyword]  # fmt: skip
         processes[lane.name] = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT
-        )
-    counts = {}
-    for name, process in processes.items():
-        out, _ = process.communicate()
-        counts[name] = max(1, sum("::" in line for line in out.splitlines()))
-    return counts
+            [*collect, *lane.selection()], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, env=env, cwd=ROOT,
+        )  # fmt: skip
+    return {
+        name: max(1, sum("::" in line for line in process.communicate()[0].splitlines()))
+        for name, process in processes.items()
+    }
 
 
 def large_lane(lanes: list[Lane]) -> Lane:
@@ -230,39 +232,12 @@ def large_lane(lanes: list[Lane]) -> Lane:
     return Lane("large", files, "cuda", LARGE)
 
 
-def run_lanes(check: Check, prefix: str, lanes: list[Lane], slots: int, **extra: str) -> list[Job]:
-    jobs = lane_jobs(check, prefix, lanes, **extra)
-    run_jobs(jobs, check.deadline(prefix), slots)
-    return jobs
-
-
-def lane_jobs(check: Check, prefix: str, lanes: list[Lane], **extra: str) -> list[Job]:
-    jobs = []
-    for lane in lanes:
-        env = {
-            **check.env,
-            **extra,
-            "GPU_RESULTS": str(check.out / f"{prefix}-{lane.name}.jsonl"),
-            "PYTHONPATH": TEST_PATH,
-            "PYTHONUNBUFFERED": "1",
-            # Inductor's compile workers, one per core in every test process, would swamp
-            # the cores the suites share.
-            "TORCHINDUCTOR_COMPILE_THREADS": "1",
-        }
-        jobs.append(
-            Job(
-                lane.name, lane.command(check, prefix), check.out / f"{prefix}-{lane.name}.log", env
-            )
-        )
-    return jobs
-
-
 def judge(check: Check, prefix: str, jobs: list[Job]) -> str:
     """One summary line per run, and the step's status."""
     statuses = []
+    memory = check.facts.get("gpu_memory_gb")
     for job in jobs:
         run = gpu_results.Run.read(check.out / f"{prefix}-{job.name}.jsonl")
-        memory = check.facts.get("gpu_memory_gb")
         line, status = gpu_results.verdict(
             f"{prefix} {job.name}", run, job.rc, cut=job.cut, gpu_memory_gb=memory
         )
@@ -274,7 +249,8 @@ def judge(check: Check, prefix: str, jobs: list[Job]) -> str:
 
 
 def step_test(check: Check) -> str:
-    durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    """The suites side by side, then the tests past 2^31 elements alone."""
+    durations = last_durations()
     cores = os.cpu_count() or 2
     lanes = test_lanes(check.packages, cores, durations)
     if not durations:
@@ -284,8 +260,10 @@ def step_test(check: Check) -> str:
             f"{lane.name} {counts[lane.name]} tests, {lane.workers}" for lane in lanes
         )
         check.say(f"test: no GPU durations yet; workers by tests collected: {shares}")
-    jobs = run_lanes(check, "test", lanes, slots=len(lanes))
-    jobs += run_lanes(check, "test", [large_lane(lanes)], slots=1)
+    jobs = [lane.job(check, "test") for lane in lanes]
+    run_jobs(jobs, check.deadline("test"), len(jobs))
+    jobs.append(large_lane(lanes).job(check, "test"))
+    run_jobs(jobs[-1:], check.deadline("test"), 1)
     seconds: dict[str, float] = {}
     for job in jobs:
         seconds |= gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").seconds
@@ -300,10 +278,8 @@ def step_test(check: Check) -> str:
 def backtrace(check: Check, job: Job) -> None:
     """A native backtrace of the first crash, the crashing test rerun alone under cuda-gdb."""
     test = gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").running_at_the_end()
-    gdb, seconds = (
-        check.facts.get("cuda_gdb"),
-        min(120, check.deadline("sanitize") - time.monotonic()),
-    )
+    gdb = check.facts.get("cuda_gdb")
+    seconds = min(120, check.deadline("sanitize") - time.monotonic())
     if not (gdb and test and seconds > 20):
         check.say(
             f"test {job.name}: no native backtrace ({test}, cuda-gdb {gdb}, {seconds:.0f} s left)"
@@ -316,33 +292,29 @@ def backtrace(check: Check, job: Job) -> None:
     frames = [
         ln[:160] for ln in lines_of(gdb_job.log) if ln.startswith("#") or "received signal" in ln
     ]
-    check.say(
-        f"test {job.name}: native backtrace of {test} (crash-{job.name}-gdb.txt): {' | '.join(frames[:6])}"
-    )
+    shown = " | ".join(frames[:6])
+    check.say(f"test {job.name}: native backtrace of {test} (crash-{job.name}-gdb.txt): {shown}")
 
 
-# ---------------------------------------------------------------- sanitize
+def bulk_copy(check: Check) -> list[str]:
+    """initcheck's --check-bulk-copy, where this compute-sanitizer has it."""
+    return ["--check-bulk-copy", "yes"] if check.facts.get("bulk_copy") else []
+
+
 def sanitizer_runs(check: Check) -> list[tuple[Lane, list[str]]]:
     """(lane, tool arguments): memcheck and initcheck over the CUDA tests of each package
     with CUDA sources (its test battery's property tests draw inputs for every kernel);
     racecheck and synccheck over the packages whose kernels share memory."""
-    initcheck = (
-        ["initcheck", "--check-bulk-copy", "yes"] if check.facts.get("bulk_copy") else ["initcheck"]
-    )
-    targets = {
-        p: cuda_test_files(f"packages/{p}/tests") for p in check.packages if is_cuda_package(p)
-    }
     runs = []
-    for name, files in targets.items():
-        shared = shares_memory(name)
-        for tool in [["memcheck"], initcheck] + ([["racecheck"], ["synccheck"]] if shared else []):
+    for name in filter(is_cuda_package, check.packages):
+        files = cuda_test_files(f"packages/{name}/tests")
+        tools = [["memcheck"], ["initcheck", *bulk_copy(check)]]
+        for tool in tools + ([["racecheck"], ["synccheck"]] if shares_memory(name) else []):
             blind = INITCHECK_BLIND.get(name, {}) if tool[0] == "initcheck" else {}
             dtypes = blind.get("dtypes", ())
-            skipped = " and ".join(
-                f"not {k}"
-                for k in (GRAPH_CAPTURE, LARGE, *NOT_SANITIZED, *dtypes, *blind.get("tests", ()))
-            )
-            lane = Lane(f"{name}-{tool[0]}", files, "cuda and not slow", skipped, workers=3)
+            left_out = (GRAPH_CAPTURE, LARGE, *NOT_SANITIZED, *dtypes, *blind.get("tests", ()))
+            keyword = " and ".join(f"not {k}" for k in left_out)
+            lane = Lane(f"{name}-{tool[0]}", files, "cuda and not slow", keyword, workers=3)
             if dtypes:
                 lane.wrapper = ["env", f"SHARED_BUILD_BATTERY_SKIP_DTYPES={','.join(dtypes)}"]
             runs.append((lane, tool))
@@ -350,22 +322,19 @@ def sanitizer_runs(check: Check) -> list[tuple[Lane, list[str]]]:
 
 
 def step_sanitize(check: Check) -> str:
-    runs = sanitizer_runs(check)
-    for lane, tool in runs:
+    """Every sanitizer run at once, beside the initcheck probes; a report fails the step."""
+    jobs = []
+    for lane, tool in sanitizer_runs(check):
         log = check.out / f"sanitize-{lane.name}.sanitizer.log"
         # Device frames only: a host backtrace through torch per report costs seconds.
         lane.wrapper += [check.facts["sanitizer"], "--tool", *tool, "--error-exitcode", "99",
                         "--target-processes", "all", "--show-backtrace", "device",
                         "--log-file", str(log)]  # fmt: skip
-    # Without the caching allocator each tensor is an allocation of its own, so a read past
-    # its end is caught.
-    lanes = [lane for lane, _ in runs]
-    jobs = lane_jobs(check, "sanitize", lanes, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+        # No caching allocator: each tensor its own allocation, so a read past its end is caught.
+        jobs.append(lane.job(check, "sanitize", PYTORCH_NO_CUDA_MEMORY_CACHING="1"))
     probes = initcheck_probes(check)
-    # The probes first (small), then every lane at once (3 processes each: the tool's
-    # slowdown is mostly on the GPU's side).
-    slots = len(probes) + len(jobs)
-    run_jobs(probes + jobs, check.deadline("sanitize"), slots)
+    # All at once, the probes first (3 processes a lane: the tool slows mostly the GPU's side).
+    run_jobs(probes + jobs, check.deadline("sanitize"), len(probes) + len(jobs))
     status = judge(check, "sanitize", jobs)
     for job in jobs:
         log = check.out / f"sanitize-{job.name}.sanitizer.log"
@@ -400,16 +369,15 @@ def initcheck_probes(check: Check) -> list[Job]:
     """Information, no verdict: what initcheck flags in torch's own kernels
     (.ci/gpu_initcheck_probe.py says why): cuBLAS's writes, with and without
     --check-bulk-copy, and torch's multi-block column sums."""
-    bulk = [["--check-bulk-copy", "yes"]] if check.facts.get("bulk_copy") else []
+    bulk = bulk_copy(check)
     probes = []
-    for part, flags in [("cublas", []), *(("cublas", f) for f in bulk), ("reduce", [])]:
+    for part, flags in [("cublas", []), *([("cublas", bulk)] if bulk else []), ("reduce", [])]:
         name = f"{part}-probe" + ("-bulk-copy" if flags else "")
         log = check.out / f"{name}.sanitizer.log"
         command = [check.facts["sanitizer"], "--tool", "initcheck", *flags, "--show-backtrace",
                    "device", "--log-file", str(log), check.python,
                    str(ROOT / ".ci" / "gpu_initcheck_probe.py"), part]  # fmt: skip
-        env = {**check.env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-        probes.append(Job(name, command, check.out / f"{name}.log", env))
+        probes.append(check.job(name, command, f"{name}.log", PYTORCH_NO_CUDA_MEMORY_CACHING="1"))
     return probes
 
 
@@ -429,14 +397,13 @@ def sanitizer_errors(log: Path) -> int:
     return sum(summaries) if summaries else sum(bool(REPORT.match(ln)) for ln in lines)
 
 
-# ---------------------------------------------------------------- bench
 def step_bench(check: Check) -> str:
     """The headline rows, each appended to bench-rows.jsonl as it is measured, then their
     goal verdicts (bench-report.md). A missed goal is information, not a defect."""
     rows = check.out / "bench-rows.jsonl"
     only = [a for p in check.packages for a in ("--only", p)]
     command = [check.python, "-m", "benchmarks.run", "--headline", "--rows", str(rows), *only]
-    job = Job("bench", command, check.out / "bench.log", {**check.env, "PYTHONUNBUFFERED": "1"})
+    job = check.job("bench", command, "bench.log", PYTHONUNBUFFERED="1")
     run_jobs([job], check.deadline("bench"), 1)
     report = capture(
         check.python, "-m", "benchmarks.report", "--gpu-rows", str(rows), env=check.env
@@ -458,11 +425,9 @@ def step_bench(check: Check) -> str:
     return PASSED
 
 
-# ---------------------------------------------------------------- plan
 def plan(check: Check) -> list[str]:
-    """What a run would do, with each test file's expected time from the last GPU run's
-    durations (benchmarks/results/gpu/durations.json) where that run timed it."""
-    durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    """What a run would do, with each test file's expected time where the last GPU run timed it."""
+    durations = last_durations()
     source = (
         os.path.relpath(DURATIONS, ROOT) if durations else "none: no GPU run has timed these tests"
     )
@@ -470,54 +435,36 @@ def plan(check: Check) -> list[str]:
     for step in check.steps:
         lines.append(f"  {step}: ends by {check.budget - check.reserve(step):.0f} s")
         if step == "build":
-            for p in check.packages:
-                lines.append(
-                    f"    {p}" + (" with USE_CUDA=1 (CUDA sources)" if is_cuda_package(p) else "")
-                )
+            cuda = " with USE_CUDA=1 (CUDA sources)"
+            lines += [f"    {p}{cuda if is_cuda_package(p) else ''}" for p in check.packages]
         elif step == "test":
             lanes = test_lanes(check.packages, os.cpu_count() or 2, durations)
             for lane in [*lanes, large_lane(lanes)]:
-                lines.append(
-                    f"    {lane.name}: -m '{lane.marks}' -k '{lane.keyword}', {max(1, lane.workers)} process(es)"
-                )
+                lines.append(f"    {lane.name}: {lane.shown()}, {max(1, lane.workers)} process(es)")
+                ours = {
+                    t: s for t, s in durations.items() if (LARGE in t) == (lane.name == "large")
+                }
                 for path in lane.paths:
-                    timed = [
-                        s
-                        for t, s in durations.items()
-                        if t.startswith(f"{path}::") and (LARGE in t) == (lane.name == "large")
-                    ]
-                    lines.append(
-                        f"      {path}: "
-                        + (
-                            f"{sum(timed):.0f} s in {len(timed)} tests"
-                            if timed
-                            else "not timed on a GPU yet"
-                        )
-                    )
+                    timed = [s for t, s in ours.items() if t.startswith(f"{path}::")]
+                    expected = f"{sum(timed):.0f} s in {len(timed)} tests"
+                    lines.append(f"      {path}: {expected if timed else 'not timed on a GPU yet'}")
         elif step == "sanitize":
             for lane, tool in sanitizer_runs(check):
                 env = " ".join(w for w in lane.wrapper if "=" in w)
-                lines.append(
-                    f"    {' '.join(tool)}: {' '.join(lane.paths)} -m '{lane.marks}' -k '{lane.keyword}'"
-                    + (f" ({env})" if env else "")
-                )
+                shown = f"    {' '.join(tool)}: {' '.join(lane.paths)} {lane.shown()}"
+                lines.append(shown + (f" ({env})" if env else ""))
         else:
             lines.append("    benchmarks.run --device cuda --headline, rows into bench-rows.jsonl")
     return lines
 
 
-# ---------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--budget", type=float, default=480.0, help="seconds in all (480)")
     parser.add_argument("--steps", default=",".join(STEPS), help=f"some of {','.join(STEPS)}")
-    parser.add_argument(
-        "--packages",
-        default=os.environ.get("PACKAGES", ""),
-        help="comma-separated (or $PACKAGES); default every package",
-    )
+    parser.add_argument("--packages", default="", help="comma-separated; default every package")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     parser.add_argument("--simulate", action="store_true", help="rehearse on a CPU machine")
     parser.add_argument(
@@ -527,15 +474,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     steps = args.steps.replace(",", " ").split()
-    for step in steps:
-        if step not in STEPS:
-            parser.error(f"unknown step {step!r} (of {', '.join(STEPS)})")
+    if unknown := [step for step in steps if step not in STEPS]:
+        parser.error(f"unknown step {unknown[0]!r} (of {', '.join(STEPS)})")
     every = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
     packages = args.packages.replace(",", " ").split() or every
     out = Path(os.environ.get("OUT") or ROOT / "gpu-check")
     hand_back = None
     if args.hand_back:
-        hand_back, out = out, Path(os.environ.get("GPU_CHECK_LOGS", "/tmp/gpu-check-logs"))
+        hand_back, out = out, Path("/tmp/gpu-check-logs")
         hand_back.mkdir(parents=True, exist_ok=True)
     check = Check(
         out, args.budget, [s for s in STEPS if s in steps], packages, args.simulate, hand_back

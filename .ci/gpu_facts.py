@@ -1,7 +1,5 @@
-"""What the GPU check's builds and tests will meet in this Python, and what is missing: run
-by .ci/gpu_check.py's preflight in its venv, it prints {"facts": {...}, "missing": [...]}, each
-missing item a sentence naming what to install.
-"""
+"""What the GPU check's builds and tests will meet in this Python (run by its preflight in its
+venv): prints {"facts": {...}, "missing": [...]}, each missing item naming what to install."""
 
 from __future__ import annotations
 

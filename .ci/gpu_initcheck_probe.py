@@ -1,12 +1,7 @@
-"""What compute-sanitizer's initcheck flags in torch's own kernels, with no kernel of ours:
-the grounds of .ci/gpu_check.py's INITCHECK_BLIND (findings: docs/gpu-check.md). One part a run:
-
-  cublas  the property tests' LLTM shapes through lltm_cuda's product (bias, cat([old_h,
-          input]), weights.t()), each result read by a torch kernel: if initcheck flags that
-          kernel too, it does not see what cuBLAS writes.
-  reduce  lltm_cuda's d_bias = d_gates.sum(0) at its grid-stride test's shapes, where one
-          output's reduction spans several blocks (global_reduce, ATen/native/cuda/Reduce.cuh):
-          if initcheck flags reduce_kernel here, it flags torch's staging buffer.
+"""What compute-sanitizer's initcheck flags in torch's own kernels, with no kernel of ours: the
+grounds of gpu_check.py's INITCHECK_BLIND (docs/gpu-check.md). ``cublas``: addmm at lltm_cuda's
+shapes, its result read by a torch kernel (flagged: initcheck does not see cuBLAS's writes);
+``reduce``: column sums spanning several blocks (flagged: torch's staging slots, Reduce.cuh).
 
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool initcheck \\
         python3 .ci/gpu_initcheck_probe.py cublas

@@ -1,9 +1,6 @@
-"""What one pytest run of the GPU check recorded, as it happened, and what it proves.
-
-As a pytest plugin (``-p gpu_results`` with ``.ci`` on PYTHONPATH and GPU_RESULTS naming a
-file) it appends one JSON line per event, flushed as written, so a run the deadline kills
-keeps every result before the kill. ``verdict()`` reads the file back into one summary line
-and a status.
+"""What one pytest run of the GPU check recorded, as it happened, and what it proves. As a
+pytest plugin (``-p gpu_results``, GPU_RESULTS naming a file) it appends one JSON line per
+event, flushed as written, so a run the deadline kills keeps every result before the kill.
 """
 
 from __future__ import annotations
@@ -17,12 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Skip reasons that mean the machine lacks what the GPU check exists to exercise.
-FORBIDDEN_SKIPS = (
-    re.compile(r"no CUDA GPU visible", re.I),
-    re.compile(r"CUDA is not available", re.I),
-    re.compile(r"could not import '([^']+)'"),  # pytest.importorskip's message
-    re.compile(r"is not installed", re.I),
-    re.compile(r"no module named", re.I),
+FORBIDDEN_SKIP = re.compile(
+    r"(?i:no CUDA GPU visible|CUDA is not available|is not installed|no module named)"
+    r"|could not import '[^']+'"  # pytest.importorskip's message
 )
 # "needs 21 GB of free GPU memory": a failure on a GPU with that much memory in all.
 MEMORY_SKIP = re.compile(r"needs (\d+(?:\.\d+)?) GB of free GPU memory")
@@ -30,7 +24,6 @@ MEMORY_SKIP = re.compile(r"needs (\d+(?:\.\d+)?) GB of free GPU memory")
 PASSED, FAILED, CUT = "passed", "FAILED", "NOT REACHED"
 
 
-# ---------------------------------------------------------------- the plugin
 class _Recorder:
     def __init__(self, path: str) -> None:
         self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (open for the session)
@@ -41,51 +34,42 @@ class _Recorder:
         self.file.flush()
 
     def pytest_collection_finish(self, session) -> None:
-        if not self.collected:
-            self.collected = True
-            self.write(event="collected", ids=[item.nodeid for item in session.items])
+        self._collected([item.nodeid for item in session.items])
 
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
-        if not self.collected:  # every worker collects the same tests
+        self._collected(list(ids))  # every worker collects the same tests: the first is written
+
+    def _collected(self, ids: list[str]) -> None:
+        if not self.collected:
             self.collected = True
-            self.write(event="collected", ids=list(ids))
+            self.write(event="collected", ids=ids)
 
     def pytest_collectreport(self, report) -> None:
         if not report.passed:
-            self.write(
-                event="collect",
-                id=report.nodeid,
-                outcome=report.outcome,
-                reason=_reason(report),
-            )
+            self.write(event="collect", **_outcome(report))
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         self.write(event="start", id=nodeid)
 
     def pytest_runtest_logreport(self, report) -> None:
         if report.when == "call" or not report.passed:
-            self.write(
-                event="result",
-                id=report.nodeid,
-                when=report.when,
-                outcome=report.outcome,
-                seconds=round(report.duration, 3),
-                reason=_reason(report),
-            )
+            seconds = round(report.duration, 3)
+            self.write(event="result", when=report.when, seconds=seconds, **_outcome(report))
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         self.write(event="finish", exitstatus=int(exitstatus))
         self.file.close()
 
 
-def _reason(report) -> str:
-    """A skip's reason, or the last lines of a failure, short."""
+def _outcome(report) -> dict[str, str]:
+    """A report's test id, outcome and reason: a skip's, or the last lines of a failure."""
+    found = {"id": report.nodeid, "outcome": report.outcome}
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
+        return found | {"reason": str(longrepr[2]).removeprefix("Skipped: ")}
     text = getattr(report, "longreprtext", "") or str(longrepr or "")
     lines = [line for line in text.splitlines() if line.strip()]
-    return " | ".join(lines[-3:])[-400:]
+    return found | {"reason": " | ".join(lines[-3:])[-400:]}
 
 
 def pytest_configure(config) -> None:
@@ -94,7 +78,6 @@ def pytest_configure(config) -> None:
         config.pluginmanager.register(_Recorder(path), "gpu_results_recorder")
 
 
-# ---------------------------------------------------------------- reading it back
 @dataclass
 class Run:
     """One pytest run, read back from its records."""
@@ -151,7 +134,7 @@ class Run:
 
 
 def forbidden_skip(reason: str, gpu_memory_gb: float | None) -> bool:
-    if any(p.search(reason) for p in FORBIDDEN_SKIPS):
+    if FORBIDDEN_SKIP.search(reason):
         return True
     need = MEMORY_SKIP.search(reason)
     return bool(need and gpu_memory_gb is not None and gpu_memory_gb >= float(need.group(1)))
@@ -169,12 +152,6 @@ def describe_exit(rc: int | None) -> str:
     return f"exit {rc}"
 
 
-def files_of(tests: list[str]) -> str:
-    """'a.py (3), b.py (1)': the files of some test ids, with counts."""
-    counts = Counter(t.split("::", 1)[0] for t in tests)
-    return ", ".join(f"{f} ({n})" for f, n in sorted(counts.items()))
-
-
 def verdict(
     step: str, run: Run, rc: int | None, *, cut: bool = False, gpu_memory_gb: float | None = None
 ) -> tuple[str, str]:
@@ -184,9 +161,7 @@ def verdict(
     passed, failed, skipped = run.count("passed"), run.count("failed"), run.count("skipped")
     line = f"{step}: {passed} passed, {failed} failed, {skipped} skipped"
     skips = Counter(run.reasons[t] for t, o in run.outcomes.items() if o == "skipped")
-    for test, outcome, reason in run.collect_problems:
-        if outcome == "skipped":
-            skips[f"{reason} (collection of {test})"] += 1
+    skips.update(f"{r} (collection of {t})" for t, o, r in run.collect_problems if o == "skipped")
     problems = []
     if failed:
         failing = [t for t, o in run.outcomes.items() if o == "failed"]
@@ -196,10 +171,8 @@ def verdict(
         problems.append(f"{len(errors)} collection errors: {errors[0][0]}: {errors[0][1]}")
     forbidden = {r: n for r, n in skips.items() if forbidden_skip(r, gpu_memory_gb)}
     if forbidden:
-        problems.append(
-            "skipped for want of what this machine must have: "
-            + "; ".join(f"{n} x {r!r}" for r, n in sorted(forbidden.items()))
-        )
+        wanted = "; ".join(f"{n} x {r!r}" for r, n in sorted(forbidden.items()))
+        problems.append(f"skipped for want of what this machine must have: {wanted}")
     not_reached = run.not_reached()
     if not cut and run.exitstatus is None:
         where = run.running_at_the_end()
@@ -220,9 +193,11 @@ def verdict(
     if cut:
         if run.collected is None:
             return f"{line}: NOT REACHED (cut by the deadline before its tests were collected)", CUT
+        files = Counter(t.split("::", 1)[0] for t in not_reached)  # 'a.py (3), b.py (1)'
+        where = ", ".join(f"{f} ({n})" for f, n in sorted(files.items()))
         return (
             f"{line}: NOT REACHED (cut by the deadline: {len(not_reached)} of "
-            f"{len(run.collected)} tests not run: {files_of(not_reached)})",
+            f"{len(run.collected)} tests not run: {where})",
             CUT,
         )
     return line, PASSED

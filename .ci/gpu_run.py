@@ -1,9 +1,9 @@
-"""The GPU check's run (gpu_check.py): its state, deadlines, verdict and packed logs
-(Check), the processes it starts (Job, run_jobs), each ended by its deadline, and the
-preflight: the venv, the C++ compiler, the machine's facts."""
+"""The GPU check's run (gpu_check.py): its state, deadlines, verdict and packed logs (Check),
+its processes (Job, run_jobs), each ended by its deadline, and the preflight."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,9 +23,14 @@ from gpu_results import CUT, FAILED
 ROOT = Path(__file__).resolve().parents[1]
 PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
 
-# The seconds left to each step (and to packing the logs at the end): a step ends by the budget
-# less what the chosen steps after it are left.
+# A step ends by the budget less these seconds for the end and for each chosen step after it.
 LEFT = {"test": 130, "sanitize": 85, "bench": 77, "end": 8}
+
+
+def append(path: Path, text: str) -> None:
+    """``text`` added to a log, as it happens."""
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(text)
 
 
 @dataclass
@@ -56,8 +61,15 @@ class Check:
 
     def say(self, line: str) -> None:
         print(f"gpu_check: {line}", flush=True)
-        with open(self.out / "summary.txt", "a", encoding="utf-8") as summary:
-            summary.write(f"gpu_check: {line}\n")
+        append(self.out / "summary.txt", f"gpu_check: {line}\n")
+
+    def note(self, text: str) -> None:
+        """``text`` added to facts.txt."""
+        append(self.out / "facts.txt", text)
+
+    def job(self, name: str, command: list[str], log: str, **env: str) -> Job:
+        """A process with this check's environment and ``env``, its output into out/``log``."""
+        return Job(name, command, self.out / log, {**self.env, **env})
 
     def write_verdict(self, running: str | None = None) -> int:
         """verdict.txt as things stand, and the exit status they give."""
@@ -92,10 +104,8 @@ class Check:
         def loop() -> None:
             while True:
                 time.sleep(seconds)
-                try:
+                with contextlib.suppress(OSError):  # a log written while packed: the next round
                     self.pack()
-                except OSError:  # a log written while packed: the next round gets it
-                    continue
 
         if self.hand_back is not None:
             threading.Thread(target=loop, daemon=True).start()
@@ -109,7 +119,6 @@ def lines_of(path: Path) -> list[str]:
     return path.read_text(errors="replace").splitlines() if path.exists() else []
 
 
-# ---------------------------------------------------------------- processes
 @dataclass
 class Job:
     name: str
@@ -137,11 +146,10 @@ def run_jobs(jobs: list[Job], deadline: float, slots: int) -> None:
             job.started, job.seconds = True, time.monotonic()
             running.append((job, process))
         if time.monotonic() >= deadline:
-            for job in waiting:
+            for job in [*waiting, *(job for job, _ in running)]:
                 job.cut = True
             waiting = []
-            for job, process in running:
-                job.cut = True
+            for _, process in running:
                 for sig in (signal.SIGTERM, signal.SIGKILL):
                     try:
                         os.killpg(process.pid, sig)
@@ -156,10 +164,10 @@ def run_jobs(jobs: list[Job], deadline: float, slots: int) -> None:
         time.sleep(0.2)
 
 
-# ---------------------------------------------------------------- preflight
 # shared_build's doctor, asked in the venv, where shared_build is installed.
 PICK_CXX = (
-    "import json, os; from shared_build import doctor; chosen, tried = doctor.pick_cxx(dict(os.environ)); "
+    "import json, os; from shared_build import doctor; "
+    "chosen, tried = doctor.pick_cxx(dict(os.environ)); "
     "print(json.dumps([chosen, [[n, f and [f.status, f.text]] for n, f in tried]]))"
 )
 
@@ -168,13 +176,12 @@ def pick_compiler(check: Check) -> str | None:
     """The compiler for the builds: the first candidate that links the shared libstdc++ by
     default, else one that obeys our link line. Each candidate's facts go to facts.txt."""
     chosen, tried = json.loads(capture(check.python, "-c", PICK_CXX, env=check.env).stdout)
-    with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
-        facts.write("C++ compilers tried, in order:\n")
-        for name, finding in tried:
-            path = shutil.which(name.split()[0]) or "?"
-            version = (capture(*name.split(), "--version").stdout.splitlines() or ["?"])[0]
-            verdict = finding[1] if finding else "no verdict (it does not compile, or no readelf)"
-            facts.write(f"  {name}: {path} -> {os.path.realpath(path)} ({version}): {verdict}\n")
+    check.note("C++ compilers tried, in order:\n")
+    for name, finding in tried:
+        path = shutil.which(name.split()[0]) or "?"
+        version = (capture(*name.split(), "--version").stdout.splitlines() or ["?"])[0]
+        verdict = finding[1] if finding else "no verdict (it does not compile, or no readelf)"
+        check.note(f"  {name}: {path} -> {os.path.realpath(path)} ({version}): {verdict}\n")
     if chosen is None:
         chosen = next((n for n, f in tried if f is not None and f[0] == "warn"), None)
     return chosen
@@ -208,8 +215,7 @@ def preflight(check: Check) -> bool:
         smi = capture("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv")
         (check.out / "gpu.txt").write_text(smi.stdout + smi.stderr)
     make_venv(check)
-    # shared_build, every package's build requirement and the tests' pytest plugin, built
-    # offline with the setuptools the machine has.
+    # shared_build (the builds' requirement, the tests' plugin), with the machine's setuptools.
     installed = capture(
         check.python, *PIP_INSTALL.split(), str(ROOT / "shared_build"), env=check.env
     )
@@ -222,8 +228,7 @@ def preflight(check: Check) -> bool:
     if cxx is None:
         check.say("preflight: FAILED: no C++ compiler here links the shared libstdc++ (facts.txt)")
         return False
-    # setuptools links a C++ extension with its own setting (sysconfig's LDCXXSHARED) unless
-    # these name the compiler.
+    # Else setuptools links C++ with its own setting (sysconfig's LDCXXSHARED).
     check.env.update(CXX=cxx, LDSHARED=f"{cxx} -shared", LDCXXSHARED=f"{cxx} -shared")
     probe = capture(check.python, str(ROOT / ".ci" / "gpu_facts.py"), env=check.env)
     try:
@@ -231,25 +236,21 @@ def preflight(check: Check) -> bool:
     except (IndexError, json.JSONDecodeError):
         exit_text = gpu_results.describe_exit(probe.returncode)
         check.say(f"preflight: FAILED: {check.python} .ci/gpu_facts.py: {exit_text}")
-        (check.out / "facts.txt").open("a").write(probe.stderr)
+        check.note(probe.stderr)
         return False
     check.facts, missing = found["facts"], found["missing"]
     if check.simulate:  # no GPU, nvcc or sanitizer expected
         missing = [m for m in missing if not re.match(r"a GPU|nvcc|compute-sanitizer", m)]
         check.facts.setdefault("arch", "9.0")
-    with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
-        facts.write(f"chosen: CXX={cxx}, LDSHARED and LDCXXSHARED {cxx} -shared\n")
-        facts.writelines(f"{key}: {value}\n" for key, value in check.facts.items())
+    check.note(f"chosen: CXX={cxx}, LDSHARED and LDCXXSHARED {cxx} -shared\n")
+    check.note("".join(f"{key}: {value}\n" for key, value in check.facts.items()))
     if missing:
         check.say(f"preflight: FAILED: missing {len(missing)}: {'; '.join(missing)}")
         return False
     if check.facts.get("sanitizer"):  # its kernel filters, to sanitize only our kernels later
         found = capture(check.facts["sanitizer"], "--help").stdout.splitlines()
-        with open(check.out / "facts.txt", "a", encoding="utf-8") as facts:
-            facts.write("compute-sanitizer --help, its kernel filters:\n")
-            facts.writelines(
-                f"  {ln.strip()}\n" for ln in found if re.search(r"kernel|filter", ln, re.I)
-            )
+        filters = [f"  {ln.strip()}\n" for ln in found if re.search(r"kernel|filter", ln, re.I)]
+        check.note("compute-sanitizer --help, its kernel filters:\n" + "".join(filters))
     if "stable_target" in check.facts:
         check.env["SHARED_BUILD_STABLE_TARGET"] = check.facts["stable_target"]
     shown = [f"{k} {check.facts[k]}" for k in ("torch", "gpu", "nvcc") if k in check.facts]

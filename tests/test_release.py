@@ -10,6 +10,7 @@ minutes), not after it on one worker.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -273,12 +275,14 @@ def test_release_wheels_install_without_a_compiler_and_pass_their_tests(
 
 
 def test_the_find_links_pages_install_each_package_by_name_over_http(
-    wheelhouse, clean_env, tmp_path, sdist_of
+    wheelhouse, clean_env, tmp_path
 ):
     """What a tag deploys to GitHub Pages (tools/wheelhouse.py pages), served over HTTP on
     127.0.0.1: with no index and no compiler, the page of this torch build
-    (torch-2.15.0+cu132.html) installs every package by name, and each passes its tests;
-    stable.html lists the wheels every torch takes (stable ABI, shared_build) and no other."""
+    (torch-2.15.0+cu132.html) installs every package by name, each the very file (by its
+    sha256) that the index test above proves passes its tests, and each imports; stable.html
+    lists the wheels every torch takes (stable ABI, shared_build) and no other. The files'
+    tests are not run a second time: that proof is about the bytes, which are the same."""
     house = tmp_path / "house" / f"torch-{torch.__version__.split('+')[0]}"
     shutil.copytree(wheelhouse, house)
     site = tmp_path / "site"
@@ -287,12 +291,37 @@ def test_the_find_links_pages_install_each_package_by_name_over_http(
     assert sorted(stable) == sorted(
         ["shared_build", *(n for n in RELEASE_WHEELS if _abi(n) == "stable")]
     )
-    sdists = tmp_path / "sdist"
-    for name in RELEASE_WHEELS:
-        sdist_of(name, sdists)
-    with _served(site) as url:
-        page = f"{url}torch-{torch.__version__}.html"
-        _proven(clean_env, house, sdists, "--no-index", "--find-links", page)
+    names = sorted(RELEASE_WHEELS)
+    # Only the environment's own programs on PATH, and no source distribution taken.
+    env = {"PATH": str(clean_env.parent), "HOME": str(tmp_path), "CC": "false", "CXX": "false",
+           "CUDA_HOME": "/nonexistent"}  # fmt: skip
+    report = tmp_path / "report.json"
+    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "shared_build")
+    try:
+        with _served(site) as url:
+            page = f"{url}torch-{torch.__version__}.html"
+            pip = run(str(clean_env), "-m", "pip", "install", "--isolated", "--only-binary", ":all:",
+                      "--no-index", "--find-links", page, "--report", str(report), "shared_build",
+                      *names, env=env, check=False)  # fmt: skip
+        assert pip.returncode == 0, (pip.stdout + pip.stderr)[-4000:]
+        taken = {
+            item["metadata"]["name"].replace("-", "_"): item["download_info"]["url"]
+            for item in json.loads(report.read_text())["install"]
+        }
+        assert sorted(taken) == sorted(["shared_build", *names]), taken
+        for name, link in taken.items():
+            assert link.startswith(url), (name, link)
+            served = site / urllib.parse.unquote(link[len(url) :])
+            assert _sha256(served) == _sha256(house / served.name), (name, link)
+        imported = run(str(clean_env), "-c", f"import {', '.join(names)}", env=env, check=False)
+        assert imported.returncode == 0, imported.stderr[-3000:]
+    finally:
+        run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", *names, check=False)
+        run(str(clean_env), "-m", "pip", "install", "-q", str(ROOT / "shared_build"))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_another_torchs_wheel_is_refused_naming_both_versions(wheelhouse, clean_env, tmp_path):

@@ -51,8 +51,6 @@ def repair(out: Path, wheels: list[str]) -> None:
                    wheel, env={**os.environ, "PATH": path})  # fmt: skip
         if done.returncode:
             sys.exit(f"auditwheel repair {wheel}:\n{done.stdout}{done.stderr}")
-    for wheel in (w for w in wheels if Path(w).parent != out and "-none-any" in w):
-        shutil.copy2(wheel, out)  # pure Python: nothing to repair
     links = "".join(f'<a href="{f.name}">{f.name}</a><br>\n' for f in sorted(out.glob("*.whl")))
     (out / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
 

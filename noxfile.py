@@ -1,20 +1,8 @@
 """Build, test, benchmark and ship every package under each torch of the matrix.
 
-    nox -s tests                          # every torch of requirements/torch-matrix.txt
-    nox -s "tests(torch='2.13.0')"        # one of them; TORCH_VERSIONS=2.13.0,2.15.0 narrows
-    nox -s tests -- -k gradcheck          # what follows -- goes to pytest
-    nox -s dev -- add_ext [-k gradcheck] [--torch 2.15.0]    # inner loop: one package
-    nox -s sanitize                       # ASan/UBSan builds, every suite but the slow tests
-    nox -s bench [-- --all-torch] [--publish]                # peers side by side
-    nox -s release [-- 2.14.1 ...]        # wheelhouse/torch-<v>/: what users install
-    nox -s cpython                        # the release wheels under CPython 3.10 to 3.14
-    nox -s lint | examples | abi | abi_overhead | mutants | gpu
-
-nox makes one virtual environment per session (uv when installed) and keeps it. Builds keep
+The sessions and their arguments: README.md, "Sessions" (`nox -l` lists them). Builds keep
 their objects in .nox/build (SHARED_BUILD_DIR) and ccache's in .nox/ccache, so a rebuild
-compiles only what changed. Each stable-ABI package is one wheel, built once (`stable`,
-which `tests` requires) under the oldest CUDA torch of the matrix for its oldest torch, and
-installed under every torch. Every build has WERROR=1.
+compiles only what changed; every build has WERROR=1.
 """
 
 from __future__ import annotations
@@ -77,18 +65,15 @@ def _pip_sources() -> None:
     """uv reads no pip.conf: give it pip's find-links and extra indexes (a local wheel mirror)."""
     out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
                          text=True, check=False).stdout  # fmt: skip
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[str]] = {"UV_FIND_LINKS": [], "UV_EXTRA_INDEX_URL": []}
     for line in out.splitlines():
         key, _, value = line.partition("=")
-        option = key.rsplit(".", 1)[-1]
-        if option in ("find-links", "extra-index-url") and value:
-            found.setdefault(option, []).extend(shlex.split(value)[0].split())
-    for option, variable in (
-        ("find-links", "UV_FIND_LINKS"),
-        ("extra-index-url", "UV_EXTRA_INDEX_URL"),
-    ):
-        if found.get(option) and variable not in os.environ:
-            os.environ[variable] = " ".join(dict.fromkeys(found[option]))
+        variable = "UV_" + key.rsplit(".", 1)[-1].upper().replace("-", "_")
+        if variable in found and value:
+            found[variable].extend(shlex.split(value)[0].split())
+    for variable, values in found.items():
+        if values and variable not in os.environ:
+            os.environ[variable] = " ".join(dict.fromkeys(values))
     os.environ.setdefault("UV_INDEX_STRATEGY", "unsafe-best-match")
 
 
@@ -252,10 +237,7 @@ def pytest_env(
     digest = hashlib.sha256(
         "".join(f"{w.name}{w.stat().st_mtime_ns}" for w in wheels.values()).encode()
     )
-    release = {
-        **{n: str(w) for n, w in wheels.items()},
-        **{n: str(w) for n, w in stable_wheels(True).items()},
-    }
+    release = {**wheels, **stable_wheels(release=True)}
     newest, packaging = TORCH[-1], TORCH[-2] if len(TORCH) > 1 else TORCH[-1]
     return {
         "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in skipped.items()),
@@ -263,7 +245,7 @@ def pytest_env(
         # most under the newest; the packaging group under the second-newest (a CUDA build).
         "REPO_ONCE_TORCH": f"{newest},packaging={packaging}",
         "REPO_WHEELS": json.dumps({n: str(w) for n, w in wheels.items()}),
-        "REPO_RELEASE_WHEELS": json.dumps({n: w for n, w in release.items() if n in wheels}),
+        "REPO_RELEASE_WHEELS": json.dumps({n: str(release[n]) for n in wheels}),
         "REPO_INSTALLER": json.dumps(["uv", "pip", "install"] if shutil.which("uv") else []),
         # Inductor compiles the tests' small graphs in-process; its cache is keyed on graphs,
         # not on our libraries: one per set of wheels, so a rebuilt op is never served stale.
@@ -307,25 +289,17 @@ def stable(session: nox.Session) -> None:
         if torch_env(session, builder) is not None:
             break
     found.write_text(builder)
-    for release in (False, True):
-        out = NOX / "wheelhouse" / ("stable-release" if release else "stable")
-        for package in (p for p in packages() if p.abi == "stable"):
-            knobs = RELEASE_KNOBS.get(package.name, {}) if release else {}
-            if release and not knobs:
-                out.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(stable_wheels()[package.name], out)
-                continue
-            # A variant keeps its own objects: the same flags never rebuild.
-            build_dir = {"SHARED_BUILD_DIR": str(NOX / "build" / "release")} if knobs else {}
-            wheel = build_wheel(
-                session,
-                package,
-                out,
-                SHARED_BUILD_STABLE_TARGET=STABLE_TARGET,
-                **knobs,
-                **build_dir,
-            )
-            session.log(f"{wheel.name}: built under torch {builder} for torch >= {STABLE_TARGET}")
+    target = {"SHARED_BUILD_STABLE_TARGET": STABLE_TARGET}
+    release = NOX / "wheelhouse" / "stable-release"
+    release.mkdir(parents=True, exist_ok=True)
+    for package in (p for p in packages() if p.abi == "stable"):
+        wheel = build_wheel(session, package, NOX / "wheelhouse" / "stable", **target)
+        if knobs := RELEASE_KNOBS.get(package.name):  # its own objects: never rebuilt for the flags
+            variant = {**target, **knobs, "SHARED_BUILD_DIR": str(NOX / "build" / "release")}
+            build_wheel(session, package, release, **variant)
+        else:
+            shutil.copy2(wheel, release)
+        session.log(f"{wheel.name}: built under torch {builder} for torch >= {STABLE_TARGET}")
 
 
 @nox.session(requires=["stable"], allow_parallel=True, tags=["ci"])

@@ -58,8 +58,9 @@ def opencv_overrides(env: dict[str, str] | None = None) -> dict[str, Any]:
             f"error: pkg-config opencv4 lists neither opencv_world nor {', '.join(_WANTED)} "
             f"(got {found['libraries']}); set WARP_PERSPECTIVE_OPENCV=0 to build without OpenCV"
         )
-    version = subprocess.run(["pkg-config", "--modversion", "opencv4"], capture_output=True,
-                             text=True, env=env, check=False).stdout.strip() or "unknown"  # fmt: skip
+    proc = subprocess.run(["pkg-config", "--modversion", "opencv4"], capture_output=True,
+                          text=True, env=env, check=False)  # fmt: skip
+    version = proc.stdout.strip() or "unknown"
     # An OpenCV outside the loader's default folders must still be found at run time.
     rpaths = [f"-Wl,-rpath,{d}" for d in found["library_dirs"] if d not in _SYSTEM_LIB_DIRS]
     # The built-in kernel is several times faster than per-plane cv::warpPerspective (see

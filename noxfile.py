@@ -147,8 +147,7 @@ def install_wheels(session: nox.Session, wheels: list[Path]) -> None:
 
 
 def stable_wheels(release: bool = False) -> dict[str, Path]:
-    """The stable-ABI packages' wheels the `stable` session built, by name (release: the
-    release variant)."""
+    """The stable-ABI wheels the `stable` session built, by name (release: the release variants)."""
     folder = NOX / "wheelhouse" / ("stable-release" if release else "stable")
     return {
         p.name: w for p in packages() if p.abi == "stable" for w in folder.glob(f"{p.name}-*.whl")
@@ -314,10 +313,8 @@ def tests(session: nox.Session, torch: str) -> None:
     if session.posargs:  # a narrowed run: one pytest, as nox -s dev
         pytest(session, *paths, *session.posargs, env=env)
         return
-    # The installed wheels are tested with no compiler reachable: one that needs a build at
-    # run time fails here. Then what compiles on purpose: Inductor's C++ (the slow checks:
-    # torch.compile, export, AOTInductor), the once-marked builds (scaffolds, sdists) and
-    # the compiler-marked tests (doctor, the compiler's facts).
+    # The installed wheels with no compiler reachable (one that needs a build at run time
+    # fails), then what compiles on purpose (docs/ci.md).
     pytest(session, *paths, "-m", f"not ({ON_PURPOSE})", env={**env, **no_compiler(session)})
     pytest(session, *paths, "-m", ON_PURPOSE, env=env)
 
@@ -448,8 +445,7 @@ def cpython(session: nox.Session) -> None:
     """The release wheels of the newest torch of the run under each CPython, no compiler reachable.
 
     Each package installed by name from wheelhouse/ (nox -s release first), its tests run
-    from its sdist. CI runs one per torch (TORCH_VERSIONS) and CPython, on the release jobs'
-    wheels; the interpreters come from PATH (CI: actions/setup-python), none is compiled."""
+    from its sdist; the interpreters come from PATH (CI: actions/setup-python, docs/ci.md)."""
     torch, house = TORCH[-1], ROOT / "wheelhouse"
     if not (house / f"torch-{torch}" / "index.html").exists():
         session.error(f"no wheelhouse of torch {torch}: run nox -s release -- {torch}")

@@ -145,22 +145,18 @@ def pages(house: Path, site: Path) -> None:
     too), for `pip install NAME --find-links URL/torch-2.15.0+cu132.html`."""
     listed: dict[str, list[str]] = {"stable": []}
     for folder in sorted(house.glob("torch-*/")):
-        own = []
-        for wheel in sorted(folder.glob("*.whl")):
-            info = build_info(wheel)
-            if info.get("abi", "stable") == "full":
-                own.append(wheel)
-                name = f"torch-{info['torch']}"
-            elif f"stable/{wheel.name}" not in listed["stable"]:
-                (site / "stable").mkdir(parents=True, exist_ok=True)
-                shutil.copy2(wheel, site / "stable")
-                listed["stable"].append(f"stable/{wheel.name}")
-        if not own:
+        infos = {wheel: build_info(wheel) for wheel in sorted(folder.glob("*.whl"))}
+        full = [wheel for wheel, info in infos.items() if info.get("abi", "stable") == "full"]
+        if not full:
             sys.exit(f"{folder}: no full-ABI wheel, whose build record names the torch build")
-        (site / name).mkdir(parents=True)
-        for wheel in own:
-            shutil.copy2(wheel, site / name)
-        listed[name] = [f"{name}/{w.name}" for w in own]
+        name = f"torch-{infos[full[-1]]['torch']}"
+        listed[name] = []
+        for wheel in infos:
+            where = name if wheel in full else "stable"
+            if f"{where}/{wheel.name}" not in listed[where]:
+                (site / where).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(wheel, site / where)
+                listed[where].append(f"{where}/{wheel.name}")
     for name, links in listed.items():
         links += listed["stable"] if name != "stable" else []
         body = "".join(f'<a href="{link}">{link.split("/")[-1]}</a><br>\n' for link in links)

@@ -251,11 +251,8 @@ def run_package(package: str, args: argparse.Namespace, results: dict, save) -> 
     if args.replay:  # the mutants of an earlier run (those with the verdicts in --only)
         earlier = json.loads(args.replay.read_text())[package]["mutants"]
         keys = ("file", "line", "original", "mutated", "kind")
-        chosen = [
-            {k: m[k] for k in keys}
-            for m in earlier
-            if m["verdict"] in (args.only or [m["verdict"]])
-        ]
+        wanted = [m for m in earlier if not args.only or m["verdict"] in args.only]
+        chosen = [{k: m[k] for k in keys} for m in wanted]
     for number, mutant in enumerate(chosen, 1):
         if (mutant["file"], mutant["line"], mutant["mutated"]) in done:
             continue

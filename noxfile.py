@@ -170,14 +170,12 @@ def prebuilt_wheel(session: nox.Session, folder: Path, name: str, torch: str) ->
     return found[0]
 
 
-def prepared(
-    session: nox.Session, torch: str, *extras: str
-) -> tuple[dict[str, Path], dict[str, str]]:
+def prepared(session: nox.Session, torch: str) -> tuple[dict[str, Path], dict[str, str]]:
     """This session's environment with every package under torch: the full-ABI ones built
     here (wheels in .nox/wheelhouse/torch-<v>) or, PREBUILT_WHEELS set (CI), taken from
     $PREBUILT_WHEELS/torch-<v>; each stable-ABI one from its one wheel.
     Returns the wheels installed and the packages skipped (why)."""
-    cuda = torch_env(session, torch, *extras)
+    cuda = torch_env(session, torch)
     out = NOX / "wheelhouse" / f"torch-{torch}"
     prebuilt = os.environ.get("PREBUILT_WHEELS", "").strip()
     wheels, skipped = {}, {}

@@ -24,14 +24,10 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 NOX = ROOT / ".nox"
-MATRIX = tuple(
-    line.split("#")[0].strip().removeprefix("torch==")
-    for line in (ROOT / "requirements" / "torch-matrix.txt").read_text().splitlines()
-    if line.split("#")[0].strip()
-)
-TORCH = [
-    v.strip() for v in os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)).split(",") if v.strip()
-]
+# One torch==<version> line each, oldest first; TORCH_VERSIONS=v1,v2 narrows a run.
+MATRIX_FILE = ROOT / "requirements" / "torch-matrix.txt"
+MATRIX = tuple(re.findall(r"^torch==([^\s#]+)", MATRIX_FILE.read_text(), re.M))
+TORCH = re.findall(r"[^\s,]+", os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)))
 # The release's stable-ABI wheels load under the oldest torch of the matrix and every newer one.
 STABLE_TARGET = ".".join(MATRIX[0].split(".")[:2])
 # universalmutator is pinned: its rules make tools/mutants.py's sample (tests/test_mutants.py).

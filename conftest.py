@@ -11,11 +11,9 @@ from shared_build.testing import file_scope
 # Test functions whose cases pytest-xdist may hand to different workers, where a file's tests
 # otherwise run on one (--dist loadfile): each case is long (30-120 s) and works in its own
 # folder, and these files would be the runs' long tails on one worker.
-SPREAD = frozenset(
-    {
-        "tests/test_examples.py::test_example_runs",
-        "shared_build/tests/test_cli.py::test_scaffolded_package_builds_and_passes_its_tests",
-    }
+SPREAD = (
+    "tests/test_examples.py::test_example_runs",
+    "shared_build/tests/test_cli.py::test_scaffolded_package_builds_and_passes_its_tests",
 )
 
 

@@ -72,10 +72,8 @@ def manylinux_problem(name: str, shown: str) -> str | None:
 def check(house: Path) -> None:
     wheels = sorted(str(w) for w in house.rglob("*.whl") if "-none-any" not in w.name)
     for wheel in wheels:
-        problem = manylinux_problem(
-            Path(wheel).name, run(str(BIN / "auditwheel"), "show", wheel).stdout
-        )
-        if problem:
+        shown = run(str(BIN / "auditwheel"), "show", wheel).stdout
+        if problem := manylinux_problem(Path(wheel).name, shown):
             sys.exit(f"{wheel}: {problem}")
     sdists = sorted(str(s) for s in house.rglob("*.tar.gz"))
     twine = run(str(BIN / "twine"), "check", "--strict", *wheels, *sdists)

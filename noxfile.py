@@ -15,7 +15,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +90,7 @@ class Package:
 def packages() -> list[Package]:
     found = []
     for pyproject in sorted(ROOT.glob("packages/*/pyproject.toml")):
-        data = tomllib.loads(pyproject.read_text())
+        data = nox.project.load_toml(pyproject)
         tool = data.get("tool", {}).get("shared_build", {})
         found.append(Package(data["project"]["name"], pyproject.parent, tool.get("abi", "full"),
                              tool.get("cuda", "none"), data["project"].get("optional-dependencies", {})))  # fmt: skip

@@ -136,11 +136,8 @@ def build_info(wheel: Path) -> dict:
 
 
 def pages(house: Path, site: Path) -> None:
-    """HOUSE's torch-<v>/ folders as a find-links site: the wheels that load under every
-    torch (stable ABI, shared_build's) once, in SITE/stable/; each torch's own in a folder
-    named for the torch build they were made against (torch-2.15.0+cu132/, from their build
-    record); a page per folder (stable.html; torch-2.15.0+cu132.html lists the stable ones
-    too), for `pip install NAME --find-links URL/torch-2.15.0+cu132.html`."""
+    """HOUSE's torch-<v>/ folders as find-links pages (docs/wheels.md, "Published"): the
+    wheels that load under every torch once in SITE/stable/, each torch build's own beside."""
     listed: dict[str, list[str]] = {"stable": []}
     for folder in sorted(house.glob("torch-*/")):
         infos = {wheel: build_info(wheel) for wheel in sorted(folder.glob("*.whl"))}

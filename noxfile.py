@@ -226,9 +226,8 @@ def pytest_env(
     session: nox.Session, wheels: dict[str, Path], skipped: dict[str, str]
 ) -> dict[str, str]:
     """What the test suites learn from nox (the REPO_* variables) and the run's settings."""
-    digest = hashlib.sha256(
-        "".join(f"{w.name}{w.stat().st_mtime_ns}" for w in wheels.values()).encode()
-    )
+    built = "".join(f"{w.name}{w.stat().st_mtime_ns}" for w in wheels.values())
+    digest = hashlib.sha256(built.encode()).hexdigest()[:16]
     release = {**wheels, **stable_wheels(release=True)}
     newest, packaging = TORCH[-1], TORCH[-2] if len(TORCH) > 1 else TORCH[-1]
     return {
@@ -242,7 +241,7 @@ def pytest_env(
         # Inductor compiles the tests' small graphs in-process; its cache is keyed on graphs,
         # not on our libraries: one per set of wheels, so a rebuilt op is never served stale.
         "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
-        "TORCHINDUCTOR_CACHE_DIR": str(Path(session.virtualenv.location) / "inductor" / digest.hexdigest()[:16]),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(session.virtualenv.location) / "inductor" / digest),
         # Parallel sessions put more threads than cores: idle OpenMP threads sleep, not spin.
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
     }  # fmt: skip
@@ -366,9 +365,8 @@ def sanitize(session: nox.Session) -> None:
     try:
         pytest(session, *base, env=env)
         for level, ops in PORTABLE_LEVELS:
-            pytest(
-                session, *base, "-k", f"(properties or cpu_level) and ({ops})", env={**env, **level}
-            )
+            selected = f"(properties or cpu_level) and ({ops})"
+            pytest(session, *base, "-k", selected, env={**env, **level})
     finally:
         for log in sorted(logs.iterdir()):
             session.log(f"{log.name}:\n{log.read_text(errors='replace')}")

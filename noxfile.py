@@ -1,20 +1,8 @@
 """Build, test, benchmark and ship every package under each torch of the matrix.
 
-    nox -s tests                          # every torch of requirements/torch-matrix.txt
-    nox -s "tests(torch='2.13.0')"        # one of them; TORCH_VERSIONS=2.13.0,2.15.0 narrows
-    nox -s tests -- -k gradcheck          # what follows -- goes to pytest
-    nox -s dev -- add_ext [-k gradcheck] [--torch 2.15.0]    # inner loop: one package
-    nox -s sanitize                       # ASan/UBSan builds, every suite but the slow tests
-    nox -s bench [-- --all-torch] [--publish]                # peers side by side
-    nox -s release [-- 2.14.1 ...]        # wheelhouse/torch-<v>/: what users install
-    nox -s cpython                        # the release wheels under CPython 3.10 to 3.14
-    nox -s lint | examples | abi | abi_overhead | mutants | gpu
-
-nox makes one virtual environment per session (uv when installed) and keeps it. Builds keep
+The sessions and their arguments: README.md, "Sessions" (`nox -l` lists them). Builds keep
 their objects in .nox/build (SHARED_BUILD_DIR) and ccache's in .nox/ccache, so a rebuild
-compiles only what changed. Each stable-ABI package is one wheel, built once (`stable`,
-which `tests` requires) under the oldest CUDA torch of the matrix for its oldest torch, and
-installed under every torch. Every build has WERROR=1.
+compiles only what changed; every build has WERROR=1.
 """
 
 from __future__ import annotations
@@ -27,7 +15,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +23,10 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 NOX = ROOT / ".nox"
-MATRIX = tuple(
-    line.split("#")[0].strip().removeprefix("torch==")
-    for line in (ROOT / "requirements" / "torch-matrix.txt").read_text().splitlines()
-    if line.split("#")[0].strip()
-)
-TORCH = [
-    v.strip() for v in os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)).split(",") if v.strip()
-]
+# One torch==<version> line each, oldest first; TORCH_VERSIONS=v1,v2 narrows a run.
+MATRIX_FILE = ROOT / "requirements" / "torch-matrix.txt"
+MATRIX = tuple(re.findall(r"^torch==([^\s#]+)", MATRIX_FILE.read_text(), re.M))
+TORCH = re.findall(r"[^\s,]+", os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)))
 # The release's stable-ABI wheels load under the oldest torch of the matrix and every newer one.
 STABLE_TARGET = ".".join(MATRIX[0].split(".")[:2])
 # universalmutator is pinned: its rules make tools/mutants.py's sample (tests/test_mutants.py).
@@ -77,18 +60,15 @@ def _pip_sources() -> None:
     """uv reads no pip.conf: give it pip's find-links and extra indexes (a local wheel mirror)."""
     out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
                          text=True, check=False).stdout  # fmt: skip
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[str]] = {"UV_FIND_LINKS": [], "UV_EXTRA_INDEX_URL": []}
     for line in out.splitlines():
         key, _, value = line.partition("=")
-        option = key.rsplit(".", 1)[-1]
-        if option in ("find-links", "extra-index-url") and value:
-            found.setdefault(option, []).extend(shlex.split(value)[0].split())
-    for option, variable in (
-        ("find-links", "UV_FIND_LINKS"),
-        ("extra-index-url", "UV_EXTRA_INDEX_URL"),
-    ):
-        if found.get(option) and variable not in os.environ:
-            os.environ[variable] = " ".join(dict.fromkeys(found[option]))
+        variable = "UV_" + key.rsplit(".", 1)[-1].upper().replace("-", "_")
+        if variable in found and value:
+            found[variable].extend(shlex.split(value)[0].split())
+    for variable, values in found.items():
+        if values and variable not in os.environ:
+            os.environ[variable] = " ".join(dict.fromkeys(values))
     os.environ.setdefault("UV_INDEX_STRATEGY", "unsafe-best-match")
 
 
@@ -110,7 +90,7 @@ class Package:
 def packages() -> list[Package]:
     found = []
     for pyproject in sorted(ROOT.glob("packages/*/pyproject.toml")):
-        data = tomllib.loads(pyproject.read_text())
+        data = nox.project.load_toml(pyproject)
         tool = data.get("tool", {}).get("shared_build", {})
         found.append(Package(data["project"]["name"], pyproject.parent, tool.get("abi", "full"),
                              tool.get("cuda", "none"), data["project"].get("optional-dependencies", {})))  # fmt: skip
@@ -162,8 +142,7 @@ def install_wheels(session: nox.Session, wheels: list[Path]) -> None:
 
 
 def stable_wheels(release: bool = False) -> dict[str, Path]:
-    """The stable-ABI packages' wheels the `stable` session built, by name (release: the
-    release variant)."""
+    """The stable-ABI wheels the `stable` session built, by name (release: the release variants)."""
     folder = NOX / "wheelhouse" / ("stable-release" if release else "stable")
     return {
         p.name: w for p in packages() if p.abi == "stable" for w in folder.glob(f"{p.name}-*.whl")
@@ -186,14 +165,12 @@ def prebuilt_wheel(session: nox.Session, folder: Path, name: str, torch: str) ->
     return found[0]
 
 
-def prepared(
-    session: nox.Session, torch: str, *extras: str
-) -> tuple[dict[str, Path], dict[str, str]]:
+def prepared(session: nox.Session, torch: str) -> tuple[dict[str, Path], dict[str, str]]:
     """This session's environment with every package under torch: the full-ABI ones built
     here (wheels in .nox/wheelhouse/torch-<v>) or, PREBUILT_WHEELS set (CI), taken from
     $PREBUILT_WHEELS/torch-<v>; each stable-ABI one from its one wheel.
     Returns the wheels installed and the packages skipped (why)."""
-    cuda = torch_env(session, torch, *extras)
+    cuda = torch_env(session, torch)
     out = NOX / "wheelhouse" / f"torch-{torch}"
     prebuilt = os.environ.get("PREBUILT_WHEELS", "").strip()
     wheels, skipped = {}, {}
@@ -249,13 +226,9 @@ def pytest_env(
     session: nox.Session, wheels: dict[str, Path], skipped: dict[str, str]
 ) -> dict[str, str]:
     """What the test suites learn from nox (the REPO_* variables) and the run's settings."""
-    digest = hashlib.sha256(
-        "".join(f"{w.name}{w.stat().st_mtime_ns}" for w in wheels.values()).encode()
-    )
-    release = {
-        **{n: str(w) for n, w in wheels.items()},
-        **{n: str(w) for n, w in stable_wheels(True).items()},
-    }
+    built = "".join(f"{w.name}{w.stat().st_mtime_ns}" for w in wheels.values())
+    digest = hashlib.sha256(built.encode()).hexdigest()[:16]
+    release = {**wheels, **stable_wheels(release=True)}
     newest, packaging = TORCH[-1], TORCH[-2] if len(TORCH) > 1 else TORCH[-1]
     return {
         "REPO_SKIPPED_PACKAGES": ",".join(f"{n}={why}" for n, why in skipped.items()),
@@ -263,12 +236,12 @@ def pytest_env(
         # most under the newest; the packaging group under the second-newest (a CUDA build).
         "REPO_ONCE_TORCH": f"{newest},packaging={packaging}",
         "REPO_WHEELS": json.dumps({n: str(w) for n, w in wheels.items()}),
-        "REPO_RELEASE_WHEELS": json.dumps({n: w for n, w in release.items() if n in wheels}),
+        "REPO_RELEASE_WHEELS": json.dumps({n: str(release[n]) for n in wheels}),
         "REPO_INSTALLER": json.dumps(["uv", "pip", "install"] if shutil.which("uv") else []),
         # Inductor compiles the tests' small graphs in-process; its cache is keyed on graphs,
         # not on our libraries: one per set of wheels, so a rebuilt op is never served stale.
         "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
-        "TORCHINDUCTOR_CACHE_DIR": str(Path(session.virtualenv.location) / "inductor" / digest.hexdigest()[:16]),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(session.virtualenv.location) / "inductor" / digest),
         # Parallel sessions put more threads than cores: idle OpenMP threads sleep, not spin.
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
     }  # fmt: skip
@@ -307,25 +280,17 @@ def stable(session: nox.Session) -> None:
         if torch_env(session, builder) is not None:
             break
     found.write_text(builder)
-    for release in (False, True):
-        out = NOX / "wheelhouse" / ("stable-release" if release else "stable")
-        for package in (p for p in packages() if p.abi == "stable"):
-            knobs = RELEASE_KNOBS.get(package.name, {}) if release else {}
-            if release and not knobs:
-                out.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(stable_wheels()[package.name], out)
-                continue
-            # A variant keeps its own objects: the same flags never rebuild.
-            build_dir = {"SHARED_BUILD_DIR": str(NOX / "build" / "release")} if knobs else {}
-            wheel = build_wheel(
-                session,
-                package,
-                out,
-                SHARED_BUILD_STABLE_TARGET=STABLE_TARGET,
-                **knobs,
-                **build_dir,
-            )
-            session.log(f"{wheel.name}: built under torch {builder} for torch >= {STABLE_TARGET}")
+    target = {"SHARED_BUILD_STABLE_TARGET": STABLE_TARGET}
+    release = NOX / "wheelhouse" / "stable-release"
+    release.mkdir(parents=True, exist_ok=True)
+    for package in (p for p in packages() if p.abi == "stable"):
+        wheel = build_wheel(session, package, NOX / "wheelhouse" / "stable", **target)
+        if knobs := RELEASE_KNOBS.get(package.name):  # its own objects: never rebuilt for the flags
+            variant = {**target, **knobs, "SHARED_BUILD_DIR": str(NOX / "build" / "release")}
+            build_wheel(session, package, release, **variant)
+        else:
+            shutil.copy2(wheel, release)
+        session.log(f"{wheel.name}: built under torch {builder} for torch >= {STABLE_TARGET}")
 
 
 @nox.session(requires=["stable"], allow_parallel=True, tags=["ci"])
@@ -340,10 +305,8 @@ def tests(session: nox.Session, torch: str) -> None:
     if session.posargs:  # a narrowed run: one pytest, as nox -s dev
         pytest(session, *paths, *session.posargs, env=env)
         return
-    # The installed wheels are tested with no compiler reachable: one that needs a build at
-    # run time fails here. Then what compiles on purpose: Inductor's C++ (the slow checks:
-    # torch.compile, export, AOTInductor), the once-marked builds (scaffolds, sdists) and
-    # the compiler-marked tests (doctor, the compiler's facts).
+    # The installed wheels with no compiler reachable (one that needs a build at run time
+    # fails), then what compiles on purpose (docs/ci.md).
     pytest(session, *paths, "-m", f"not ({ON_PURPOSE})", env={**env, **no_compiler(session)})
     pytest(session, *paths, "-m", ON_PURPOSE, env=env)
 
@@ -402,9 +365,8 @@ def sanitize(session: nox.Session) -> None:
     try:
         pytest(session, *base, env=env)
         for level, ops in PORTABLE_LEVELS:
-            pytest(
-                session, *base, "-k", f"(properties or cpu_level) and ({ops})", env={**env, **level}
-            )
+            selected = f"(properties or cpu_level) and ({ops})"
+            pytest(session, *base, "-k", selected, env={**env, **level})
     finally:
         for log in sorted(logs.iterdir()):
             session.log(f"{log.name}:\n{log.read_text(errors='replace')}")
@@ -474,8 +436,7 @@ def cpython(session: nox.Session) -> None:
     """The release wheels of the newest torch of the run under each CPython, no compiler reachable.
 
     Each package installed by name from wheelhouse/ (nox -s release first), its tests run
-    from its sdist. CI runs one per torch (TORCH_VERSIONS) and CPython, on the release jobs'
-    wheels; the interpreters come from PATH (CI: actions/setup-python), none is compiled."""
+    from its sdist; the interpreters come from PATH (CI: actions/setup-python, docs/ci.md)."""
     torch, house = TORCH[-1], ROOT / "wheelhouse"
     if not (house / f"torch-{torch}" / "index.html").exists():
         session.error(f"no wheelhouse of torch {torch}: run nox -s release -- {torch}")

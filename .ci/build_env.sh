@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# A CI build job's caches (.github/workflows/ci.yml): uv's in .nox/uv-cache, on the
-# filesystem of nox's environments (uv hard-links a torch of GBs into them instead of
-# copying it), ccache's in .nox/ccache (the noxfile's CCACHE_DIR); and their key: the
-# machine, the compiler, and the noxfile (the test tools and their pins) with the torch
-# matrix. The job adds its torch (or session) to the key.
+# A CI build job's caches and their key (docs/ci.md, "Caches"): uv's under .nox, on the
+# environments' filesystem (uv hard-links a torch instead of copying it). The job adds its torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "UV_CACHE_DIR=$PWD/.nox/uv-cache" >>"$GITHUB_ENV"

@@ -1,21 +1,16 @@
 #!/usr/bin/env bash
-# What CI needs on a fresh machine before nox: the build's system packages (where apt-get
-# is), nox and uv. `.ci/run` and the workflow (.github/workflows/ci.yml) both call it, so
-# that the one machine and the many runners set up the same. Root (or sudo) for apt-get.
-#
-#   bash .ci/setup.sh           # everything: what the test sessions build with
-#   bash .ci/setup.sh --tools   # nox and uv only (lint, the list of CI's sessions)
+# What CI needs on a fresh machine before nox, the same for .ci/run and the workflow's jobs:
+# the build's system packages (where apt-get is; root or sudo), nox and uv. --tools: nox
+# and uv only (lint, the list of CI's sessions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 if [ "${1:-}" != "--tools" ] && command -v apt-get >/dev/null 2>&1; then
-  # OpenCV for warp_perspective's OpenCV backend (without it the package builds its own
-  # kernel only); cmake for the C++ examples.
+  # OpenCV for warp_perspective's OpenCV backend, cmake for the C++ examples, ccache for
+  # .nox/ccache (a later run on the same machine recompiles nothing unchanged).
   $sudo apt-get update -qq
-  # ccache: nox keeps its store in .nox/ccache, so that a later run on the same machine
-  # recompiles nothing unchanged.
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
     libopencv-dev pkg-config cmake g++ ccache >/dev/null
 fi

@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# Run a command with no system CUDA compiler reachable: in a private mount namespace the
-# /usr/local/cuda* toolkits are emptied and every nvcc on PATH is masked; CUDA_HOME and
-# CUDA_PATH are unset. CI runs the test sessions under it to prove that each environment
-# builds with the pip compiler nox gave it. Needs root (or user namespaces) and unshare
-# where there is a toolkit to hide; where there is none (a CI container, which may not
-# allow a mount namespace) it only unsets the variables.
-#
-#   bash .ci/without_system_cuda.sh python3 -m nox -s tests
+#   bash .ci/without_system_cuda.sh COMMAND...
+# runs COMMAND with no system CUDA compiler reachable (docs/ci.md): in a private mount
+# namespace the /usr/local/cuda* toolkits are emptied and every nvcc on PATH is masked;
+# CUDA_HOME and CUDA_PATH are unset. Needs root (or user namespaces) and unshare where there
+# is a toolkit to hide; where there is none (a CI container, which may not allow a mount
+# namespace) it only unsets the variables.
 set -euo pipefail
 if ! compgen -G "/usr/local/cuda*" >/dev/null && ! command -v nvcc >/dev/null; then
   unset CUDA_HOME CUDA_PATH _WITHOUT_SYSTEM_CUDA

@@ -42,17 +42,13 @@ def main(torch: str, refs: dict[str, str]) -> None:
             archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "shared_build",
                                       f"packages/{package}"], capture_output=True, check=False)  # fmt: skip
             if archive.returncode:
-                sys.exit(
-                    f"git archive {ref}: {archive.stderr.decode().strip()} (git fetch --unshallow?)"
-                )
+                why = archive.stderr.decode().strip()
+                sys.exit(f"git archive {ref}: {why} (git fetch --unshallow?)")
             subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
             pip(str(old / "shared_build"))
             # The old sources carry their commit's mtimes: a build folder of their own.
-            pip(
-                "--no-build-isolation",
-                str(old / "packages" / package),
-                SHARED_BUILD_DIR=f"{tmp}/build",
-            )
+            own_build = {"SHARED_BUILD_DIR": f"{tmp}/build"}
+            pip("--no-build-isolation", str(old / "packages" / package), **own_build)
             full = timed(package)
             pip(str(ROOT / "shared_build"))
             if (stable["abi"], full["abi"]) != ("stable", "full"):

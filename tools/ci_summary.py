@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,18 +26,14 @@ AREAS = {
 }
 
 
-def counts(xml_files: list[Path]) -> dict[str, int]:
-    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for xml in xml_files:
-        for suite in ET.parse(xml).getroot().iter("testsuite"):
-            for key in total:
-                total[key] += int(suite.get(key, 0))
-    failed = total["failures"] + total["errors"]
-    return {
-        "passed": total["tests"] - failed - total["skipped"],
-        "failed": failed,
-        "skipped": total["skipped"],
-    }
+def counts(xml_files: list[Path]) -> Counter[str]:
+    """passed, failed (failures and errors) and skipped, summed over the files' test suites."""
+    total: Counter[str] = Counter()
+    for suite in (s for xml in xml_files for s in ET.parse(xml).getroot().iter("testsuite")):
+        tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+        failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        total.update(passed=tests - failed - skipped, failed=failed, skipped=skipped)
+    return total
 
 
 def source_lines() -> dict[str, int]:
@@ -50,11 +47,8 @@ def source_lines() -> dict[str, int]:
         ):
             continue
         area = next((a for a, pattern in AREAS.items() if re.search(pattern, name)), "machinery")
-        path = ROOT / name
-        if path.is_file():
-            lines[area] += sum(
-                1 for line in path.read_text(errors="replace").splitlines() if line.strip()
-            )
+        text = (ROOT / name).read_text(errors="replace") if (ROOT / name).is_file() else ""
+        lines[area] += sum(1 for line in text.splitlines() if line.strip())
     return lines
 
 
@@ -64,24 +58,20 @@ def main(report: Path) -> int:
         "| session | result | wall (s) | passed | skipped | failed |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    total = {"passed": 0, "failed": 0, "skipped": 0}
+    total: Counter[str] = Counter()
     bad = not sessions
     for s in sessions:
         name = (s.get("signatures") or [s["name"]])[0]  # tests(torch='2.13.0'), not tests
         slug = "".join(c if c.isalnum() else "_" for c in name).strip("_")
         c = counts(sorted((report.parent / "junit").glob(f"{slug}-*.xml")))
-        for key in total:
-            total[key] += c[key]
+        total += c
         rows.append(f"| {name} | {s['result']} | {s.get('duration') or 0:.0f} | "
                     f"{c['passed']} | {c['skipped']} | {c['failed']} |")  # fmt: skip
         bad |= s["result"] not in ("success", "skipped") or bool(c["failed"])
     lines = source_lines()
     print("\n".join(rows))
-    print(
-        "source lines (non-blank): "
-        + ", ".join(f"{k} {v}" for k, v in lines.items())
-        + f", total {sum(lines.values())}"
-    )
+    areas = ", ".join(f"{k} {v}" for k, v in lines.items())
+    print(f"source lines (non-blank): {areas}, total {sum(lines.values())}")
     print(f"total: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
     return 1 if bad else 0
 

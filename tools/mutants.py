@@ -130,9 +130,8 @@ def skip(lines: list[str], number: int, new: str, rule: str, shape: str | None) 
     p = len(os.path.commonprefix([old, new]))  # noqa: RUF071 (characters, not paths)
     q = len(os.path.commonprefix([old[p:][::-1], new[p:][::-1]]))  # noqa: RUF071
     spans = [m.span() for m in STRING.finditer(old)]
-    if any(a < max(len(old) - q, p + 1) and p < b for a, b in spans) or re.search(
-        "[\"']", new[p : len(new) - q]
-    ):
+    in_string = any(a < max(len(old) - q, p + 1) and p < b for a, b in spans)
+    if in_string or re.search("[\"']", new[p : len(new) - q]):
         return True
     if "".join(old.split()) == "".join(new.split()) or garbled(old, new):
         return True
@@ -251,11 +250,8 @@ def run_package(package: str, args: argparse.Namespace, results: dict, save) -> 
     if args.replay:  # the mutants of an earlier run (those with the verdicts in --only)
         earlier = json.loads(args.replay.read_text())[package]["mutants"]
         keys = ("file", "line", "original", "mutated", "kind")
-        chosen = [
-            {k: m[k] for k in keys}
-            for m in earlier
-            if m["verdict"] in (args.only or [m["verdict"]])
-        ]
+        wanted = [m for m in earlier if not args.only or m["verdict"] in args.only]
+        chosen = [{k: m[k] for k in keys} for m in wanted]
     for number, mutant in enumerate(chosen, 1):
         if (mutant["file"], mutant["line"], mutant["mutated"]) in done:
             continue
@@ -325,9 +321,8 @@ def main() -> None:
     def save() -> None:
         store.write_text(json.dumps(results, indent=1) + "\n")
         old = (out / "report.md").read_text() if (out / "report.md").exists() else ""
-        (out / "report.md").write_text(
-            f"{report(results, commit)}\n{marker}{old.partition(marker)[2]}"
-        )
+        by_hand = old.partition(marker)[2]
+        (out / "report.md").write_text(f"{report(results, commit)}\n{marker}{by_hand}")
 
     # SIGTERM and SIGHUP unwind like Ctrl-C, through the restore of the mutated file.
     for sig in (signal.SIGTERM, signal.SIGHUP):

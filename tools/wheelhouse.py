@@ -51,8 +51,6 @@ def repair(out: Path, wheels: list[str]) -> None:
                    wheel, env={**os.environ, "PATH": path})  # fmt: skip
         if done.returncode:
             sys.exit(f"auditwheel repair {wheel}:\n{done.stdout}{done.stderr}")
-    for wheel in (w for w in wheels if Path(w).parent != out and "-none-any" in w):
-        shutil.copy2(wheel, out)  # pure Python: nothing to repair
     links = "".join(f'<a href="{f.name}">{f.name}</a><br>\n' for f in sorted(out.glob("*.whl")))
     (out / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
 
@@ -74,10 +72,8 @@ def manylinux_problem(name: str, shown: str) -> str | None:
 def check(house: Path) -> None:
     wheels = sorted(str(w) for w in house.rglob("*.whl") if "-none-any" not in w.name)
     for wheel in wheels:
-        problem = manylinux_problem(
-            Path(wheel).name, run(str(BIN / "auditwheel"), "show", wheel).stdout
-        )
-        if problem:
+        shown = run(str(BIN / "auditwheel"), "show", wheel).stdout
+        if problem := manylinux_problem(Path(wheel).name, shown):
             sys.exit(f"{wheel}: {problem}")
     sdists = sorted(str(s) for s in house.rglob("*.tar.gz"))
     twine = run(str(BIN / "twine"), "check", "--strict", *wheels, *sdists)
@@ -140,29 +136,22 @@ def build_info(wheel: Path) -> dict:
 
 
 def pages(house: Path, site: Path) -> None:
-    """HOUSE's torch-<v>/ folders as a find-links site: the wheels that load under every
-    torch (stable ABI, shared_build's) once, in SITE/stable/; each torch's own in a folder
-    named for the torch build they were made against (torch-2.15.0+cu132/, from their build
-    record); a page per folder (stable.html; torch-2.15.0+cu132.html lists the stable ones
-    too), for `pip install NAME --find-links URL/torch-2.15.0+cu132.html`."""
+    """HOUSE's torch-<v>/ folders as find-links pages (docs/wheels.md, "Published"): the
+    wheels that load under every torch once in SITE/stable/, each torch build's own beside."""
     listed: dict[str, list[str]] = {"stable": []}
     for folder in sorted(house.glob("torch-*/")):
-        own = []
-        for wheel in sorted(folder.glob("*.whl")):
-            info = build_info(wheel)
-            if info.get("abi", "stable") == "full":
-                own.append(wheel)
-                name = f"torch-{info['torch']}"
-            elif f"stable/{wheel.name}" not in listed["stable"]:
-                (site / "stable").mkdir(parents=True, exist_ok=True)
-                shutil.copy2(wheel, site / "stable")
-                listed["stable"].append(f"stable/{wheel.name}")
-        if not own:
+        infos = {wheel: build_info(wheel) for wheel in sorted(folder.glob("*.whl"))}
+        full = [wheel for wheel, info in infos.items() if info.get("abi", "stable") == "full"]
+        if not full:
             sys.exit(f"{folder}: no full-ABI wheel, whose build record names the torch build")
-        (site / name).mkdir(parents=True)
-        for wheel in own:
-            shutil.copy2(wheel, site / name)
-        listed[name] = [f"{name}/{w.name}" for w in own]
+        name = f"torch-{infos[full[-1]]['torch']}"
+        listed[name] = []
+        for wheel in infos:
+            where = name if wheel in full else "stable"
+            if f"{where}/{wheel.name}" not in listed[where]:
+                (site / where).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(wheel, site / where)
+                listed[where].append(f"{where}/{wheel.name}")
     for name, links in listed.items():
         links += listed["stable"] if name != "stable" else []
         body = "".join(f'<a href="{link}">{link.split("/")[-1]}</a><br>\n' for link in links)

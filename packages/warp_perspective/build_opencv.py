@@ -1,16 +1,6 @@
 """Build-time choice of warp_perspective's CPU backends: whether OpenCV is compiled in, and
-which backend the public op uses by default.
-
-Called by setup.py; returns the keyword overrides for ``shared_build.setup_kwargs``.
-
-    WARP_PERSPECTIVE_OPENCV=auto  (default) OpenCV compiled in when ``pkg-config opencv4``
-                                  finds it, selectable per call; the built-in kernel, the
-                                  faster one, stays the default
-    WARP_PERSPECTIVE_OPENCV=1     OpenCV compiled in and the default, or fail saying how
-                                  to install it
-    WARP_PERSPECTIVE_OPENCV=0     the built-in kernel only, even if OpenCV is installed
-
-``PKG_CONFIG_PATH`` points pkg-config at an OpenCV in a non-standard prefix.
+which backend the public op uses by default (WARP_PERSPECTIVE_OPENCV=auto, 1 or 0: the
+README's table). setup.py calls opencv_overrides() for ``shared_build.setup_kwargs``.
 """
 
 from __future__ import annotations
@@ -33,17 +23,6 @@ _SYSTEM_LIB_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/lib/x86_64
 
 def _log(message: str) -> None:
     print(f"warp_perspective: {message}", file=sys.stderr, flush=True)
-
-
-def _modversion(env: dict[str, str]) -> str:
-    proc = subprocess.run(
-        ["pkg-config", "--modversion", "opencv4"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    return proc.stdout.strip() or "unknown"
 
 
 def opencv_overrides(env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -72,15 +51,16 @@ def opencv_overrides(env: dict[str, str] | None = None) -> dict[str, Any]:
             raise SystemExit(f"error: WARP_PERSPECTIVE_OPENCV=1 but {why}")
         _log(f"CPU backend: built-in kernel; {why}")
         return builtin
-    libraries = [lib for lib in found["libraries"] if lib == "opencv_world"] or [
-        lib for lib in found["libraries"] if lib in _WANTED
-    ]
+    world = [lib for lib in found["libraries"] if lib == "opencv_world"]
+    libraries = world or [lib for lib in found["libraries"] if lib in _WANTED]
     if not libraries:
         raise SystemExit(
             f"error: pkg-config opencv4 lists neither opencv_world nor {', '.join(_WANTED)} "
             f"(got {found['libraries']}); set WARP_PERSPECTIVE_OPENCV=0 to build without OpenCV"
         )
-    version = _modversion(env)
+    proc = subprocess.run(["pkg-config", "--modversion", "opencv4"], capture_output=True,
+                          text=True, env=env, check=False)  # fmt: skip
+    version = proc.stdout.strip() or "unknown"
     # An OpenCV outside the loader's default folders must still be found at run time.
     rpaths = [f"-Wl,-rpath,{d}" for d in found["library_dirs"] if d not in _SYSTEM_LIB_DIRS]
     # The built-in kernel is several times faster than per-plane cv::warpPerspective (see

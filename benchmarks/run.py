@@ -141,6 +141,8 @@ def main() -> int:
     args = parser.parse_args()
     if not (args.output or args.rows or args.plan):
         parser.error("name where results go: --output, --rows, or both (or --plan)")
+    if args.plan and args.output:
+        parser.error("--plan times nothing: it writes no --output")
 
     import torch
 

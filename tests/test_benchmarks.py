@@ -693,6 +693,15 @@ def test_the_headline_run_lists_its_rows_with_plan(monkeypatch, capsys):
     assert "plan: 4 rows" in out
 
 
+def test_a_plan_with_an_output_is_refused_before_anything_runs(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(sys, "argv", ["run.py", "--plan", "--output", str(tmp_path / "r.json")])
+    with pytest.raises(SystemExit) as stopped:
+        run.main()
+    assert stopped.value.code == 2
+    assert "--plan times nothing: it writes no --output" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_a_selection_times_only_its_rows():
     calls = []
     ctx = Context(quick=True, min_run_time=1e-4, only=[("op", "wanted", "cpu")])

@@ -25,7 +25,11 @@ ROOT = Path(__file__).resolve().parent
 NOX = ROOT / ".nox"
 # One torch==<version> line each, oldest first; TORCH_VERSIONS=v1,v2 narrows a run.
 MATRIX_FILE = ROOT / "requirements" / "torch-matrix.txt"
-MATRIX = tuple(re.findall(r"^torch==([^\s#]+)", MATRIX_FILE.read_text(), re.M))
+MATRIX = tuple(
+    line.split("#")[0].strip().removeprefix("torch==")
+    for line in MATRIX_FILE.read_text().splitlines()
+    if line.split("#")[0].strip()
+)
 TORCH = re.findall(r"[^\s,]+", os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)))
 # The release's stable-ABI wheels load under the oldest torch of the matrix and every newer one.
 STABLE_TARGET = ".".join(MATRIX[0].split(".")[:2])

@@ -145,6 +145,8 @@ def pages(house: Path, site: Path) -> None:
         if not full:
             sys.exit(f"{folder}: no full-ABI wheel, whose build record names the torch build")
         name = f"torch-{infos[full[-1]]['torch']}"
+        if name in listed:
+            sys.exit(f"{folder}: a second folder of wheels built against {name}")
         listed[name] = []
         for wheel in infos:
             where = name if wheel in full else "stable"

@@ -31,7 +31,7 @@ def main() -> None:
             speed = b["seconds"] / a["seconds"]
             low, high = speed / (ra * rb), speed * ra * rb
             verdict = "met" if low >= goal else "missed" if high < goal else "inconclusive"
-            print(f"| {data['machine']['torch']} | {threads} | {case} | {peer} | "
+            print(f"| {data['torch']} | {threads} | {case} | {peer} | "
                   f"{a['seconds'] * 1e6:.1f} us ({100 * a['iqr'] / a['seconds']:.0f}%) | "
                   f"{b['seconds'] * 1e6:.1f} us ({100 * b['iqr'] / b['seconds']:.0f}%) | "
                   f"{a['seconds'] / b['seconds']:.3f} | [{1 / high:.3f}, {1 / low:.3f}] | "

@@ -246,14 +246,22 @@ def _proven(clean_env: Path, house: Path, sdists: Path, *source: str) -> None:
         - {"shared_build"}
     )
     run(str(clean_env), "-m", "pip", "install", "-q", *test_requires)
-    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "shared_build")
-    try:
+    with _ours_from_the_wheels(clean_env, names):
         proof = run(str(clean_env), str(WHEELHOUSE), "prove", str(house), str(sdists), *source,
                     check=False)  # fmt: skip
         said = proof.stdout + proof.stderr
         assert proof.returncode == 0, said[-4000:]
         for name in names:
             assert re.search(rf"^  {name}: \d+ passed", proof.stdout, re.M), said[-4000:]
+
+
+@contextlib.contextmanager
+def _ours_from_the_wheels(clean_env: Path, names: list[str]):
+    """The clean environment without shared_build for the body (it comes from the wheels
+    too); after it, without our packages and with shared_build from the checkout again."""
+    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "shared_build")
+    try:
+        yield
     finally:
         run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", *names, check=False)
         run(str(clean_env), "-m", "pip", "install", "-q", str(ROOT / "shared_build"))
@@ -298,8 +306,7 @@ def test_the_find_links_pages_install_each_package_by_name_over_http(
     env = {"PATH": str(clean_env.parent), "HOME": str(tmp_path), "CC": "false", "CXX": "false",
            "CUDA_HOME": "/nonexistent"}  # fmt: skip
     report = tmp_path / "report.json"
-    run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", "shared_build")
-    try:
+    with _ours_from_the_wheels(clean_env, names):
         with _served(site) as url:
             page = f"{url}torch-{torch.__version__}.html"
             pip = run(str(clean_env), "-m", "pip", "install", "--isolated", "--only-binary", ":all:",
@@ -316,9 +323,6 @@ def test_the_find_links_pages_install_each_package_by_name_over_http(
             assert (house / urllib.parse.unquote(link).rsplit("/", 1)[1]).is_file(), (name, link)
         imported = run(str(clean_env), "-c", f"import {', '.join(names)}", env=env, check=False)
         assert imported.returncode == 0, imported.stderr[-3000:]
-    finally:
-        run(str(clean_env), "-m", "pip", "uninstall", "-q", "-y", *names, check=False)
-        run(str(clean_env), "-m", "pip", "install", "-q", str(ROOT / "shared_build"))
 
 
 def test_another_torchs_wheel_is_refused_naming_both_versions(wheelhouse, clean_env, tmp_path):

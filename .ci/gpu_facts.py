@@ -85,7 +85,9 @@ def main() -> dict:
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if os.access(sanitizer, os.X_OK):
         facts["sanitizer"] = sanitizer
-        facts["bulk_copy"] = "--check-bulk-copy" in run(sanitizer, "--help")
+        options = run(sanitizer, "--help")
+        facts["bulk_copy"] = "--check-bulk-copy" in options
+        facts["print_limit"] = "--print-limit" in options
     else:
         missing.append("compute-sanitizer (on PATH or in /usr/local/cuda/bin)")
     gdb = shutil.which("cuda-gdb") or "/usr/local/cuda/bin/cuda-gdb"

@@ -1,7 +1,9 @@
 """What compute-sanitizer's initcheck flags in torch's own kernels, with no kernel of ours: the
-grounds of gpu_check.py's INITCHECK_BLIND (docs/gpu-check.md). ``cublas``: addmm at lltm_cuda's
-shapes, its result read by a torch kernel (flagged: initcheck does not see cuBLAS's writes);
-``reduce``: column sums spanning several blocks (flagged: torch's staging slots, Reduce.cuh).
+grounds of gpu_check.py's INITCHECK_BLIND, whose PROBES holds what each part found where it
+was measured (docs/gpu-check.md). ``cublas``: addmm at lltm_cuda's shapes, its result read by
+a torch kernel (flagged: initcheck does not see cuBLAS's float16 and bfloat16 writes);
+``reduce``: the sums lltm_cuda's grid-stride test makes on the GPU, at its three sizes
+(flagged: torch's multi-block reductions read staging slots no block wrote, Reduce.cuh).
 
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool initcheck \\
         python3 .ci/gpu_initcheck_probe.py cublas
@@ -28,10 +30,13 @@ def cublas() -> None:
 
 
 def reduce() -> None:
-    for rows, columns in ((4096, 3 * 600), (70_000, 3), (2, 3 * 3001)):
-        d_gates = torch.randn(rows, columns, device="cuda")
-        by_column, whole = d_gates.sum(0), d_gates.sum()
-        print(f"float32 ({rows}, {columns}): {by_column.sum().item():.3f} {whole.item():.3f}")
+    # test_grid_stride_covers_large_and_odd_sizes: (batch, state); new_h.sum() + new_cell.sum()
+    # before backward, then d_bias = d_gates.sum(0) in _backward_pointwise.
+    for batch, state in ((4096, 600), (2, 3001), (70_000, 1)):
+        new_h, new_cell = (torch.randn(batch, state, device="cuda") for _ in range(2))
+        d_bias = torch.randn(batch, 3 * state, device="cuda").sum(0)
+        total = (new_h.sum() + new_cell.sum()).item()
+        print(f"float32 ({batch}, {state}): {total:.3f} {d_bias.cpu().sum().item():.3f}")
 
 
 if __name__ == "__main__":

@@ -555,21 +555,135 @@ def test_the_memory_skip_says_what_the_verdict_reads(monkeypatch):
 def test_initcheck_leaves_out_what_it_cannot_judge_and_probes_why(tmp_path):
     """initcheck cannot see cuBLAS's half-precision writes, and lltm_cuda's property tests
     draw float16 and bfloat16 inside one test id (H200, 2026-11-27: 13,458 reports in
-    lltm_forward_kernel<BFloat16>); torch's multi-block column sums read staging slots no
-    block wrote (7,680 reports from lltm_cuda's d_bias in its grid-stride test). Its
-    initcheck lane deselects those tests, tells the battery to draw none of those dtypes,
-    and runs a probe of each finding with no kernel of ours; memcheck runs everything."""
+    lltm_forward_kernel<BFloat16>): its initcheck run deselects those dtypes and tells the
+    battery to draw none. torch's multi-block sums read staging slots no block wrote (7,698
+    reports from the grid-stride test): those tests run apart, in every dtype, where reports
+    may be in torch's reduce_kernel only. A probe of each finding runs with no kernel of ours,
+    every report printed; memcheck runs everything."""
     check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["lltm_cuda"], facts={})
     lanes = {lane.name: lane for lane, _ in gpu_check.sanitizer_runs(check)}
     initcheck, memcheck = lanes["lltm_cuda-initcheck"], lanes["lltm_cuda-memcheck"]
+    apart = lanes["lltm_cuda-initcheck-grid_stride"]
     assert initcheck.wrapper == ["env", "SHARED_BUILD_BATTERY_SKIP_DTYPES=float16,bfloat16"]
     for name in ("float16", "bfloat16", "grid_stride"):
         assert f"not {name}" in initcheck.keyword
-        assert name not in memcheck.keyword
-    assert memcheck.wrapper == []
-    check.facts = {"sanitizer": "compute-sanitizer", "bulk_copy": True}
+        assert name not in memcheck.keyword and f"not {name}" not in apart.keyword
+    assert apart.keyword.startswith("grid_stride and not graph_capture")
+    assert apart.allowed == ("reduce_kernel",) and initcheck.allowed == memcheck.allowed == ()
+    assert memcheck.wrapper == apart.wrapper == []
+    check.facts = {"sanitizer": "compute-sanitizer", "bulk_copy": True, "print_limit": True}
     probes = {job.name: job.command for job in gpu_check.initcheck_probes(check)}
     assert sorted(probes) == ["cublas-probe", "cublas-probe-bulk-copy", "reduce-probe"]
     script = (ROOT / ".ci" / "gpu_initcheck_probe.py").read_text()
     for command in probes.values():
         assert f"def {command[-1]}() -> None:" in script
+        assert command[command.index("--print-limit") + 1] == str(gpu_check.PRINT_LIMIT)
+        assert command[-1] in gpu_check.PROBES
+
+
+def test_the_grid_stride_tests_run_apart_under_initcheck_in_every_dtype():
+    """The apart run selects lltm_cuda's grid-stride tests, its pointwise one in all four
+    dtypes; the main initcheck run selects none of them."""
+    pytest.importorskip("lltm_cuda", reason="collecting lltm_cuda's tests needs it installed")
+    check = gpu_check.Check(ROOT, 480, ["sanitize"], ["lltm_cuda"], facts={})
+    lanes = {lane.name: lane for lane, _ in gpu_check.sanitizer_runs(check)}
+    chosen = {}
+    for name in ("lltm_cuda-initcheck", "lltm_cuda-initcheck-grid_stride"):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             *lanes[name].selection()],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        chosen[name] = [ln for ln in done.stdout.splitlines() if "::" in ln]
+    apart = chosen["lltm_cuda-initcheck-grid_stride"]
+    assert len(apart) == 3 + 3 * 4, apart
+    for dtype in ("float32", "float64", "float16", "bfloat16"):
+        assert sum(ln.endswith(f"-torch.{dtype}]") for ln in apart) == 3, (dtype, apart)
+    assert chosen["lltm_cuda-initcheck"] and not [
+        ln for ln in chosen["lltm_cuda-initcheck"] if "grid_stride" in ln or "float16" in ln
+    ]
+
+
+# A report as initcheck prints it with --show-backtrace device (run 3 of 2026-11-27).
+INLINED = (
+    "========= Uninitialized __global__ memory read of size 2 bytes\n"
+    "=========     at c10::BFloat16::operator float() const+0x410 in BFloat16.h:143\n"
+    "=========     by thread (96,0,0) in block (0,0,0)\n"
+    "=========     Address 0x7f150c92a040\n"
+    "=========         Device Frame: void lltm_cuda::<unnamed>::lltm_forward_kernel"
+    "<c10::BFloat16>(lltm::ForwardData<T1>, long, long)+0x110 in lltm_kernel.cu:71\n"
+    "========= \n"
+)
+REDUCE = (
+    "========= Uninitialized __global__ memory read of size 4 bytes\n"
+    "=========     at void at::native::reduce_kernel<(int)128, (int)4, at::native::ReduceOp<float>>"
+    "(T3)+0x1c0 in Reduce.cuh:900\n"
+    "=========     by thread (0,0,0) in block (3,0,0)\n"
+    "========= \n"
+)
+
+
+def _log(tmp_path: Path, *reports: str, errors: int | None = None) -> Path:
+    log = tmp_path / "x.sanitizer.log"
+    summary = "" if errors is None else f"========= ERROR SUMMARY: {errors} errors\n"
+    log.write_text("========= COMPUTE-SANITIZER\n" + "".join(reports) + summary)
+    return log
+
+
+def test_each_report_counts_for_the_kernel_it_is_in(tmp_path):
+    """A report's kernel is its last frame (the device frames follow the inlined function);
+    a report with no frame is counted as such; a log cut before its summary counts too."""
+    api = "========= Program hit cudaErrorInvalidValue on CUDA API call to cudaMemcpy\n"
+    counts = gpu_check.kernel_counts(_log(tmp_path, INLINED * 2, REDUCE, api, errors=4))
+    assert counts == {
+        "void lltm_cuda::<unnamed>::lltm_forward_kernel<c10::BFloat16>(lltm::ForwardData<T1>, "
+        "long, long)": 2,
+        "void at::native::reduce_kernel<(int)128, (int)4, at::native::ReduceOp<float>>(T3)": 1,
+        "no kernel named": 1,
+    }
+    assert sum(gpu_check.kernel_counts(_log(tmp_path, REDUCE * 3)).values()) == 3
+
+
+def test_reports_pass_only_where_the_run_allows_that_kernel_of_torchs_and_all_are_printed(tmp_path):
+    verdict = gpu_check.sanitizer_verdict
+    allowed = ("reduce_kernel",)
+    assert verdict(_log(tmp_path, errors=0), (), False) == ("", False)
+    line, failed = verdict(_log(tmp_path, REDUCE * 2, errors=2), allowed, False)
+    assert not failed and line.startswith("2 reports, all in torch's reduce_kernel")
+    line, failed = verdict(_log(tmp_path, REDUCE * 2, errors=2), (), True)
+    assert failed and line == (
+        "FAILED: 2 sanitizer errors: 2 in void at::native::reduce_kernel<(int)128, (int)4, "
+        "at::native::ReduceOp<float>>(T3)"
+    )
+    line, failed = verdict(_log(tmp_path, REDUCE, INLINED, errors=2), allowed, False)
+    assert failed and "1 in void lltm_cuda::<unnamed>::lltm_forward_kernel" in line
+    line, failed = verdict(_log(tmp_path, REDUCE, errors=5), allowed, False)
+    assert failed and line.endswith("; 4 not printed")
+
+
+@pytest.mark.parametrize(
+    ("gpu", "reports", "rc", "cut", "status", "words"),
+    [
+        ("NVIDIA H200 sm_90", 3, 0, False, "passed", "3 reports, all in torch's reduce_kernel, as"),
+        ("NVIDIA H200 sm_90", 2, 0, False, "FAILED", "not the 3 measured on NVIDIA H200 with"),
+        ("NVIDIA H100 80GB HBM3 sm_90", 2, 0, False, "passed", "never measured on NVIDIA H100"),
+        ("NVIDIA H200 sm_90", 3, 1, False, "FAILED", "FAILED: it exited 1 (p.log)"),
+        ("NVIDIA H200 sm_90", 1, None, True, "NOT REACHED", "NOT REACHED in full (1 reports"),
+    ],
+)
+def test_a_probe_fails_where_it_finds_other_than_was_measured(
+    tmp_path, monkeypatch, gpu, reports, rc, cut, status, words
+):
+    monkeypatch.setitem(
+        gpu_check.PROBES, "reduce", ("reduce_kernel", {("NVIDIA H200", "2.11.0+cu130"): 3})
+    )
+    check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["lltm_cuda"], facts={})
+    check.facts = {"gpu": gpu, "torch": "2.11.0+cu130 (CUDA 13.0)"}
+    probe = gpu_check.Job("reduce-probe", ["python", "probe.py", "reduce"], tmp_path / "p.log", {})
+    probe.rc, probe.cut, probe.started = rc, cut, True
+    line, got = gpu_check.probe_verdict(
+        check, probe, _log(tmp_path, REDUCE * reports, errors=None if cut else reports)
+    )
+    assert got == status and words in line, line
+    line, got = gpu_check.probe_verdict(check, probe, _log(tmp_path, REDUCE, INLINED, errors=2))
+    assert got == ("NOT REACHED" if cut else "FAILED"), line

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from lltm_common.battery import in_float32_rounded
 from lltm_common.reference import (
     FORWARD_OUTPUT_NAMES,
     assert_close_scaled,
+    lltm_backward_pointwise,
     lltm_forward,
     lltm_gradients,
     make_inputs,
@@ -81,8 +83,13 @@ def test_float64_is_exact_double_math():
         torch.testing.assert_close(out.cpu(), ref, rtol=1e-12, atol=1e-13, msg=name)
 
 
+# More elements than a GPU holds threads, a state size no multiple of the block, a batch
+# beyond a grid's y limit: (batch, input_features, state_size).
+GRID_STRIDE_SHAPES = [(4096, 8, 600), (2, 3, 3001), (70_000, 1, 1)]
+
+
 @pytest.mark.cuda
-@pytest.mark.parametrize("shape", [(4096, 8, 600), (2, 3, 3001), (70_000, 1, 1)])
+@pytest.mark.parametrize("shape", GRID_STRIDE_SHAPES)
 def test_grid_stride_covers_large_and_odd_sizes(shape):
     """More elements (2.5 million) than a GPU holds threads, a state size that is no
     multiple of the block (weights grow as state squared: 3001 is 108 MB), and a batch
@@ -100,6 +107,37 @@ def test_grid_stride_covers_large_and_odd_sizes(shape):
     reference = lltm_gradients(on_cpu, ones, ones)
     for name, leaf in zip(GRAD_NAMES, inputs, strict=True):
         assert_close_scaled(leaf.grad, reference[name], torch.float32, name)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", GRID_STRIDE_SHAPES)
+def test_backward_pointwise_grid_stride_in_every_dtype(shape, dtype):
+    """The fused backward kernel at the grid-stride sizes in every dtype: d_gates and
+    d_old_cell are the float32 pass rounded by torch, to the bit (float16, bfloat16), or the
+    float64 reference's; d_bias the column sums of d_gates. Every element is read on the GPU
+    by the comparisons, so under initcheck (the GPU check runs this in every dtype) one the
+    kernel left unwritten is reported. Its inputs come from torch's randn: no GEMM wrote
+    them, whose float16 and bfloat16 writes initcheck does not see."""
+    batch, _, state = shape
+    g = torch.Generator().manual_seed(batch * 10007 + state)
+    widths = (state, state, state, 3 * state)  # grad_h, grad_cell, new_cell, gate_weights
+    args = [
+        torch.randn(batch, w, dtype=torch.float64, generator=g).to("cuda", dtype) for w in widths
+    ]
+    d_gates, d_bias, d_old_cell = torch.ops.lltm_cuda._backward_pointwise(*args)
+    if dtype in (torch.float16, torch.bfloat16):
+        wanted = in_float32_rounded(torch.ops.lltm_cuda._backward_pointwise)(*args)
+        for name, ours, exact in (
+            ("d_gates", d_gates, wanted[0]),
+            ("d_old_cell", d_old_cell, wanted[2]),
+        ):
+            assert torch.equal(ours.view(torch.int16), exact.view(torch.int16)), name
+    else:
+        reference = lltm_backward_pointwise(*args)
+        assert_close_scaled(d_gates, reference[0], dtype, "d_gates")
+        assert_close_scaled(d_old_cell, reference[2], dtype, "d_old_cell")
+    assert_close_scaled(d_bias, d_gates.double().sum(0), dtype, "d_bias")
 
 
 def _reference(cell, x, h, c):

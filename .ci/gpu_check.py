@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,8 +63,31 @@ TEST_PATH = str(ROOT / ".ci")  # where a test run's python finds the results plu
 
 
 def last_durations() -> dict[str, float]:
-    """Each test's seconds in the last GPU run (DURATIONS), where one timed it."""
+    """Seconds in the last GPU run (DURATIONS), where one timed it: each test's (its id),
+    each test's under each sanitizer run ("<run> <id>") and each step's ("step <step>")."""
     return json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+
+def record(check: Check, seconds: dict[str, float], replaced: Callable[[str], bool]) -> None:
+    """``seconds`` into this run's durations.json (the last run's, until this one writes),
+    in place of the entries ``replaced`` picks."""
+    path = check.out / "durations.json"
+    known = json.loads(path.read_text()) if path.exists() else last_durations()
+    known = {k: v for k, v in known.items() if not replaced(k)} | seconds
+    path.write_text(json.dumps(known, indent=0, sort_keys=True))
+
+
+def step_seconds(check: Check, step: str, seconds: float) -> None:
+    record(check, {f"step {step}": round(seconds, 1)}, lambda key: False)
+
+
+def share_cores(cores: int, took: dict[str, float]) -> dict[str, int]:
+    """Workers per run: the cores in proportion to the seconds each took, at least one."""
+    total = sum(took.values())
+    return {
+        name: max(1, round(cores * s / total) if total else cores // len(took))
+        for name, s in took.items()
+    }
 
 
 def is_cuda_package(package: str) -> bool:
@@ -218,12 +242,8 @@ def test_lanes(
     }
     if not all(took.values()) and counts:
         took = {n: float(counts.get(n, 1)) for n in suites}
-    total = sum(took.values())
-    return [
-        Lane(name, files, "cuda", f"not {LARGE}", max(1, round(cores * took[name] / total)) if total
-             else max(1, cores // len(suites)))
-        for name, files in suites.items()
-    ]  # fmt: skip
+    workers = share_cores(cores, took)
+    return [Lane(n, files, "cuda", f"not {LARGE}", workers[n]) for n, files in suites.items()]
 
 
 def count_tests(check: Check, lanes: list[Lane]) -> dict[str, int]:
@@ -282,7 +302,7 @@ def step_test(check: Check) -> str:
     seconds: dict[str, float] = {}
     for job in jobs:
         seconds |= gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").seconds
-    (check.out / "durations.json").write_text(json.dumps(seconds, indent=0, sort_keys=True))
+    record(check, seconds, lambda key: "/" in key.split(" ")[0])  # a test's id, no prefix
     status = judge(check, "test", jobs)
     crashed = [j for j in jobs if j.started and not j.cut and j.rc not in (0, 1)]
     if crashed:
@@ -316,10 +336,12 @@ def bulk_copy(check: Check) -> list[str]:
     return ["--check-bulk-copy", "yes"] if check.facts.get("bulk_copy") else []
 
 
-def sanitizer_runs(check: Check) -> list[tuple[Lane, list[str]]]:
+def sanitizer_runs(check: Check, cores: int = 0) -> list[tuple[Lane, list[str]]]:
     """(lane, tool arguments): memcheck and initcheck over the CUDA tests of each package
     with CUDA sources (its test battery's property tests draw inputs for every kernel);
-    racecheck and synccheck over the packages whose kernels share memory."""
+    racecheck and synccheck over the packages whose kernels share memory. The cores are
+    shared by the seconds each run's tests took in the last GPU run (a run not timed yet is
+    given the mean)."""
     runs = []
     for name in filter(is_cuda_package, check.packages):
         files = cuda_test_files(f"packages/{name}/tests")
@@ -336,8 +358,22 @@ def sanitizer_runs(check: Check) -> list[tuple[Lane, list[str]]]:
             if apart:
                 keyword = " and ".join([apart, *(f"not {k}" for k in left_out)])
                 runs.append((Lane(f"{lane.name}-{apart}", files, "cuda and not slow", keyword,
-                                  workers=1, allowed=allowed), tool))  # fmt: skip
+                                  allowed=allowed), tool))  # fmt: skip
+    took = sanitizer_seconds([lane for lane, _ in runs], last_durations())
+    timed = [s for s in took.values() if s]
+    took = {name: s or (sum(timed) / len(timed) if timed else 0.0) for name, s in took.items()}
+    workers = share_cores(max(cores or os.cpu_count() or 2, len(took)), took) if took else {}
+    for lane, _ in runs:
+        lane.workers = workers.get(lane.name, 1)
     return runs
+
+
+def sanitizer_seconds(lanes: list[Lane], durations: dict[str, float]) -> dict[str, float]:
+    """Each sanitizer run's tests' seconds in the last GPU run."""
+    return {
+        lane.name: sum(s for key, s in durations.items() if key.startswith(f"{lane.name} "))
+        for lane in lanes
+    }
 
 
 def step_sanitize(check: Check) -> str:
@@ -356,9 +392,13 @@ def step_sanitize(check: Check) -> str:
         # No caching allocator: each tensor its own allocation, so a read past its end is caught.
         jobs.append(lane.job(check, "sanitize", PYTORCH_NO_CUDA_MEMORY_CACHING="1"))
     probes = initcheck_probes(check)
-    # All at once, the probes first (3 processes a lane: the tool slows mostly the GPU's side).
+    # All at once, the probes first (a few seconds each).
     run_jobs(probes + jobs, check.deadline("sanitize"), len(probes) + len(jobs))
     statuses = [judge(check, "sanitize", jobs)]
+    for job in jobs:
+        run = gpu_results.Run.read(check.out / f"sanitize-{job.name}.jsonl")
+        seconds = {f"{job.name} {test}": s for test, s in run.seconds.items()}
+        record(check, seconds, lambda key, name=job.name: key.startswith(f"{name} "))
     for (lane, _), job in zip(runs, jobs, strict=True):
         log = check.out / f"sanitize-{job.name}.sanitizer.log"
         line, failed = sanitizer_verdict(log, lane.allowed, job.rc == 99)
@@ -498,20 +538,29 @@ def step_bench(check: Check) -> str:
     return PASSED
 
 
-def plan(check: Check) -> list[str]:
-    """What a run would do, with each test file's expected time where the last GPU run timed it."""
-    durations = last_durations()
+def plan(check: Check, cores: int = 0) -> list[str]:
+    """What a run would do on ``cores`` cores (this machine's), with each test file's expected
+    time and each step's expected end, from the last GPU run's times."""
+    durations, cores = last_durations(), cores or os.cpu_count() or 2
     source = (
         os.path.relpath(DURATIONS, ROOT) if durations else "none: no GPU run has timed these tests"
     )
     lines = [f"gpu_check plan: budget {check.budget:.0f} s; expected times from {source}"]
+    at, untimed = durations.get("step preflight", 0.0), []
+    lines.append(f"  preflight: expected {at:.0f} s" if at else "  preflight: not timed apart")
     for step in check.steps:
-        lines.append(f"  {step}: ends by {check.budget - check.reserve(step):.0f} s")
+        deadline, took = check.budget - check.reserve(step), durations.get(f"step {step}")
+        at += took or 0.0
+        if took is None:
+            untimed.append(step)
+        late = " - after its deadline" if at > deadline else ""
+        expected = f"expected {took:.0f} s, to end at {at:.0f} s{late}" if took else "not timed"
+        lines.append(f"  {step}: ends by {deadline:.0f} s; {expected}")
         if step == "build":
             cuda = " with USE_CUDA=1 (CUDA sources)"
             lines += [f"    {p}{cuda if is_cuda_package(p) else ''}" for p in check.packages]
         elif step == "test":
-            lanes = test_lanes(check.packages, os.cpu_count() or 2, durations)
+            lanes = test_lanes(check.packages, cores, durations)
             for lane in [*lanes, large_lane(lanes)]:
                 lines.append(f"    {lane.name}: {lane.shown()}, {max(1, lane.workers)} process(es)")
                 ours = {
@@ -522,12 +571,19 @@ def plan(check: Check) -> list[str]:
                     expected = f"{sum(timed):.0f} s in {len(timed)} tests"
                     lines.append(f"      {path}: {expected if timed else 'not timed on a GPU yet'}")
         elif step == "sanitize":
-            for lane, tool in sanitizer_runs(check):
+            runs = sanitizer_runs(check, cores)
+            took_each = sanitizer_seconds([lane for lane, _ in runs], durations)
+            for lane, tool in runs:
                 env = " ".join(w for w in lane.wrapper if "=" in w)
                 shown = f"    {' '.join(tool)}: {' '.join(lane.paths)} {lane.shown()}"
-                lines.append(shown + (f" ({env})" if env else ""))
+                extra = [f"{lane.workers} process(es)", f"{took_each[lane.name]:.0f} s of tests"]
+                extra += [env] if env else []
+                extra += [f"reports allowed in {', '.join(lane.allowed)}"] if lane.allowed else []
+                lines.append(f"{shown} ({'; '.join(extra)})")
         else:
             lines.append("    benchmarks.run --device cuda --headline, rows into bench-rows.jsonl")
+    not_timed = f" (not timed: {', '.join(untimed)})" if untimed else ""
+    lines.append(f"  total: expected {at:.0f} s of {check.budget:.0f} s{not_timed}")
     return lines
 
 
@@ -539,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", default=",".join(STEPS), help=f"some of {','.join(STEPS)}")
     parser.add_argument("--packages", default="", help="comma-separated; default every package")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("--cores", type=int, default=0, help="the plan's cores (this machine's)")
     parser.add_argument("--simulate", action="store_true", help="rehearse on a CPU machine")
     parser.add_argument(
         "--hand-back",
@@ -560,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
         out, args.budget, [s for s in STEPS if s in steps], packages, args.simulate, hand_back
     )
     if args.dry_run:
-        print("\n".join(plan(check)))
+        print("\n".join(plan(check, args.cores)))
         return 0
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.txt").write_text("")
@@ -578,6 +635,7 @@ def run_steps(check: Check) -> int:
     if not preflight(check):
         (out / "verdict.txt").write_text("FAILED: preflight (summary.txt, facts.txt)\n")
         return 2
+    step_seconds(check, "preflight", time.monotonic() - check.start)
     for step in check.steps:
         if check.status.get("build", PASSED) != PASSED:
             check.say(f"{step}: NOT REACHED (the build did not pass: its libraries prove nothing)")
@@ -588,7 +646,10 @@ def run_steps(check: Check) -> int:
             check.status[step] = CUT
             continue
         check.write_verdict(running=step)
+        started = time.monotonic()
         check.status[step] = globals()[f"step_{step}"](check)
+        if check.status[step] != CUT:  # a step cut short would read as a fast one
+            step_seconds(check, step, time.monotonic() - started)
         check.write_verdict()
     code = check.write_verdict()
     check.say(f"done: {(out / 'verdict.txt').read_text().splitlines()[0]}")

@@ -303,11 +303,19 @@ def test_the_dry_run_lists_every_cuda_test_file_with_its_expected_time(tmp_path,
         "packages/add_ext/tests/test_add_ext.py::test_a": 10.0,
         "packages/add_ext/tests/test_add_ext.py::test_b[cuda]": 2.5,
         "packages/add_ext/tests/test_add_ext.py::test_cuda_past_2_to_the_31_elements": 30.0,
+        "add_ext-memcheck packages/add_ext/tests/test_add_ext.py::test_a": 40.0,
+        "step preflight": 12.0, "step build": 60.0, "step test": 250.0,
     }))  # fmt: skip
     monkeypatch.setattr(gpu_check, "DURATIONS", durations)
     every = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
-    lines = gpu_check.plan(gpu_check.Check(tmp_path, 480, list(gpu_check.STEPS), every))
+    lines = gpu_check.plan(gpu_check.Check(tmp_path, 480, list(gpu_check.STEPS), every), 16)
     text = "\n".join(lines)
+    assert "  preflight: expected 12 s" in lines
+    assert "  build: ends by 180 s; expected 60 s, to end at 72 s" in lines
+    assert "  test: ends by 310 s; expected 250 s, to end at 322 s - after its deadline" in lines
+    assert "  sanitize: ends by 395 s; not timed" in lines
+    assert lines[-1] == "  total: expected 322 s of 480 s (not timed: sanitize, bench)"
+    assert "(2 process(es); 40 s of tests)" in text  # every run the mean, 40 s: 16 x 1/9
     for path in files:  # every file with CUDA tests (those collected here)
         assert f"      {path}: " in text, path
     assert "tests/test_gpu_check.py" not in text  # it names the markers in its text only
@@ -319,6 +327,40 @@ def test_the_dry_run_lists_every_cuda_test_file_with_its_expected_time(tmp_path,
     assert (
         "racecheck: packages/warp_perspective" in text and "racecheck: packages/add_ext" not in text
     )
+
+
+def test_the_sanitizer_runs_share_the_cores_by_the_seconds_they_took(tmp_path, monkeypatch):
+    """Each run's processes in proportion to its tests' seconds in the last GPU run, one at
+    least; a run not timed yet counts as the mean; about as many processes as cores."""
+    durations = tmp_path / "durations.json"
+    test = "packages/warp_perspective/tests/test_warp_perspective.py::test_a"
+    seconds = {"memcheck": 300.0, "initcheck": 100.0, "racecheck": 20.0}
+    durations.write_text(
+        json.dumps({f"warp_perspective-{k} {test}": s for k, s in seconds.items()})
+    )
+    monkeypatch.setattr(gpu_check, "DURATIONS", durations)
+    check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["warp_perspective"], facts={})
+    workers = {lane.name: lane.workers for lane, _ in gpu_check.sanitizer_runs(check, 16)}
+    assert workers == {
+        "warp_perspective-memcheck": 9,  # 16 x 300 / 560
+        "warp_perspective-initcheck": 3,
+        "warp_perspective-racecheck": 1,
+        "warp_perspective-synccheck": 4,  # the mean, 140 s
+    }
+
+
+def test_a_run_records_each_steps_and_each_sanitized_tests_seconds(tmp_path, monkeypatch):
+    """durations.json starts as the last run's; each step replaces what it measured."""
+    last = tmp_path / "last.json"
+    last.write_text(json.dumps({"tests/a.py::t[x y]": 1.0, "add_ext-memcheck tests/a.py::t": 9.0,
+                                "step test": 50.0}))  # fmt: skip
+    monkeypatch.setattr(gpu_check, "DURATIONS", last)
+    check = _check(tmp_path)
+    gpu_check.record(check, {"tests/b.py::u": 2.0}, lambda key: "/" in key.split(" ")[0])
+    gpu_check.step_seconds(check, "test", 61.04)
+    assert json.loads((tmp_path / "durations.json").read_text()) == {
+        "tests/b.py::u": 2.0, "add_ext-memcheck tests/a.py::t": 9.0, "step test": 61.0,
+    }  # fmt: skip
 
 
 def test_the_command_line_runs_a_dry_run_and_refuses_an_unknown_step(tmp_path):

@@ -510,6 +510,25 @@ def mutants(session: nox.Session) -> None:
     session.run("python", "tools/mutants.py", "--nox-python", sys.executable, *session.posargs)
 
 
+@nox.session(default=False)
+def gpu_wheels(session: nox.Session) -> None:
+    """Every package's wheel built the release way (its arch list and PTX, NVIDIA's pip
+    compiler, no GPU, manylinux repair) for the lent GPU machines' torch, 2.11.0 (or the one
+    named), the stable-ABI ones targeting it: into gpu-wheels/, which the GPU check's shipped
+    step installs in a fresh environment to run the CUDA packages' tests (docs/gpu-check.md)."""
+    torch = session.posargs[0] if session.posargs else "2.11.0"
+    torch_env(session, torch)
+    session.install(*RELEASE_TOOLS)
+    raw, out = NOX / "wheelhouse" / f"gpu-{torch}", ROOT / "gpu-wheels"
+    env = {"SHARED_BUILD_STABLE_TARGET": ".".join(torch.split(".")[:2]),
+           "SHARED_BUILD_DIR": str(NOX / "build" / f"gpu-{torch}")}  # fmt: skip
+    wheels = [
+        build_wheel(session, p, raw, **env, **RELEASE_KNOBS.get(p.name, {})) for p in packages()
+    ]
+    shutil.rmtree(out, ignore_errors=True)
+    session.run("python", "tools/wheelhouse.py", "repair", "--out", str(out), *map(str, wheels))
+
+
 @nox.session(venv_backend="none", default=False)
 def gpu(session: nox.Session) -> None:
     """On a GPU machine: build for the visible GPU, every test, compute-sanitizer, CUDA benchmarks."""

@@ -1,5 +1,5 @@
 """The GPU check (docs/gpu-check.md): offline, on a machine with an NVIDIA GPU, with the
-python3 that runs it and its torch (2.11 or newer): preflight, then build, test, sanitize and
+python3 that runs it and its torch (2.11 or newer): preflight, then build, test, shipped, sanitize and
 bench, each ending by its deadline within the budget, every log under $OUT (./gpu-check/ when
 unset) as it is written. Exit status: 0 every step ran in full and passed; 1 a defect; 2
 preflight failed; 3 no defect, but the deadline cut a step.
@@ -16,16 +16,17 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gpu_results  # beside this file: on sys.path as the script's own folder
+import gpu_run
 from gpu_results import CUT, FAILED, PASSED
 from gpu_run import PIP_INSTALL, Check, Job, append, capture, lines_of, preflight, run_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STEPS = ("build", "test", "sanitize", "bench")
+STEPS = ("build", "test", "shipped", "sanitize", "bench")
 # The name part of the tests that need most of a GPU's memory: they run alone, after the suites.
 LARGE = "2_to_the_31"
 # CUDA-graph captures need the caching allocator, which the sanitizer runs turn off.
@@ -59,6 +60,8 @@ PROBES = {
 # count every report by kernel, which a run whose reports may be in torch's kernels needs.
 PRINT_LIMIT = 200_000
 DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
+# The CUDA packages' wheels built the release way for this torch (nox -s gpu_wheels).
+SHIPPED = ROOT / "gpu-wheels"
 TEST_PATH = str(ROOT / ".ci")  # where a test run's python finds the results plugin
 
 
@@ -145,22 +148,23 @@ IMPORT_PROBE = (
 )
 
 
-def installed_right(check: Check, package: str) -> tuple[str | None, str]:
+def installed_right(check: Check, package: str, log: str = "") -> tuple[str | None, str]:
     """(problem, note): the package imports in a fresh process, with its CUDA kernels where
     it has CUDA sources, and every library of it loads the shared libstdc++."""
     probe = capture(
         check.python, "-X", "faulthandler", "-c", IMPORT_PROBE.format(package), env=check.env
     )
-    append(check.out / f"build-{package}.log", f"\n== import check\n{probe.stdout}{probe.stderr}")
+    log = log or f"build-{package}.log"
+    append(check.out / log, f"\n== import check of {package}\n{probe.stdout}{probe.stderr}")
     if probe.returncode < 0 or probe.returncode > 128:
         exit_text = gpu_results.describe_exit(probe.returncode)
-        return f"{package} crashed at import ({exit_text}; build-{package}.log)", ""
+        return f"{package} crashed at import ({exit_text}; {log})", ""
     if probe.returncode != 0:
         return f"{package} does not import: {(probe.stderr.strip().splitlines() or ['?'])[-1]}", ""
     found = json.loads(probe.stdout.splitlines()[-1])
     info = found["info"]
     if is_cuda_package(package) and not check.simulate and not info.get("cuda"):
-        return f"{package} was built without its CUDA kernels (build-{package}.log)", ""
+        return f"{package} was built without its CUDA kernels ({log})", ""
     libraries = sorted(Path(found["file"]).parent.rglob("*.so"))
     own = json.loads(capture(check.python, "-c", OWN_LIBSTDCXX, *map(str, libraries)).stdout)
     own = [Path(lib).name for lib in own]
@@ -285,20 +289,7 @@ def judge(check: Check, prefix: str, jobs: list[Job]) -> str:
 
 def step_test(check: Check) -> str:
     """The suites side by side, then the tests past 2^31 elements alone."""
-    durations = last_durations()
-    cores = os.cpu_count() or 2
-    lanes = test_lanes(check.packages, cores, durations)
-    if not durations:
-        counts = count_tests(check, lanes)
-        lanes = test_lanes(check.packages, cores, durations, counts)
-        shares = ", ".join(
-            f"{lane.name} {counts[lane.name]} tests, {lane.workers}" for lane in lanes
-        )
-        check.say(f"test: no GPU durations yet; workers by tests collected: {shares}")
-    jobs = [lane.job(check, "test") for lane in lanes]
-    run_jobs(jobs, check.deadline("test"), len(jobs))
-    jobs.append(large_lane(lanes).job(check, "test"))
-    run_jobs(jobs[-1:], check.deadline("test"), 1)
+    jobs = run_suites(check, "test", check.packages)
     seconds: dict[str, float] = {}
     for job in jobs:
         seconds |= gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").seconds
@@ -308,6 +299,57 @@ def step_test(check: Check) -> str:
     if crashed:
         backtrace(check, crashed[0])
     return status
+
+
+def run_suites(check: Check, step: str, packages: list[str], only: bool = False) -> list[Job]:
+    """The CUDA tests of the packages' suites side by side (with the cross-package one and
+    shared_build's unless ``only``), then those past 2^31 elements alone."""
+    durations, cores = last_durations(), os.cpu_count() or 2
+    pick = (lambda lanes: [lane for lane in lanes if lane.name in packages]) if only else list
+    lanes = pick(test_lanes(packages, cores, durations))
+    if not durations:
+        counts = count_tests(check, lanes)
+        lanes = pick(test_lanes(packages, cores, durations, counts))
+        shares = ", ".join(
+            f"{lane.name} {counts[lane.name]} tests, {lane.workers}" for lane in lanes
+        )
+        check.say(f"{step}: no GPU durations yet; workers by tests collected: {shares}")
+    jobs = [lane.job(check, step) for lane in lanes]
+    run_jobs(jobs, check.deadline(step), len(jobs))
+    jobs.append(large_lane(lanes).job(check, step))
+    run_jobs(jobs[-1:], check.deadline(step), 1)
+    return jobs
+
+
+def step_shipped(check: Check) -> str:
+    """The wheels built the release way (SHIPPED), installed in a venv of their own (no build
+    of this run in it), each CUDA package's checked as the build step checks its own and
+    carrying many archs and PTX; then those packages' CUDA tests there."""
+    wheels = sorted(SHIPPED.glob("*.whl"))
+    found = {w.name.split("-")[0] for w in wheels}
+    names = [p for p in check.packages if is_cuda_package(p) and p in found]
+    if not names:
+        cuda = ", ".join(filter(is_cuda_package, check.packages)) or "none of these packages"
+        check.say(f"shipped: NOT REACHED (no wheel of {cuda} in gpu-wheels/: "
+                  "nox -s gpu_wheels builds them)")  # fmt: skip
+        return CUT
+    shipped = replace(check, venv=check.venv.with_name(check.venv.name + "-shipped"))
+    gpu_run.make_venv(shipped)
+    install = [shipped.python, *PIP_INSTALL.split(), str(ROOT / "shared_build"), *map(str, wheels)]
+    installed = capture(*install, env=check.env)
+    append(check.out / "shipped-install.log", installed.stdout + installed.stderr)
+    if installed.returncode:
+        check.say("shipped: FAILED: the wheels do not install (shipped-install.log)")
+        return FAILED
+    for name in names:
+        problem, note = installed_right(shipped, name, "shipped-install.log")
+        archs = (re.findall(r"arch (\S+);", note) or [""])[0].split(";")
+        if problem or len(archs) < 2 or not archs[-1].endswith("+PTX"):
+            check.say(f"shipped: FAILED: {problem or note} (not a release's many archs and PTX)")
+            return FAILED
+        runs = "its code" if check.facts.get("arch") in archs else "the PTX"
+        check.say(f"shipped: {note}; this GPU runs {runs}")
+    return judge(shipped, "shipped", run_suites(shipped, "shipped", names, only=True))
 
 
 def backtrace(check: Check, job: Job) -> None:
@@ -550,11 +592,12 @@ def plan(check: Check, cores: int = 0) -> list[str]:
     lines.append(f"  preflight: expected {at:.0f} s" if at else "  preflight: not timed apart")
     for step in check.steps:
         deadline, took = check.budget - check.reserve(step), durations.get(f"step {step}")
-        at += took or 0.0
         if took is None:
             untimed.append(step)
+        at += took or gpu_run.LEFT.get(step, 0)
         late = " - after its deadline" if at > deadline else ""
-        expected = f"expected {took:.0f} s, to end at {at:.0f} s{late}" if took else "not timed"
+        expected = f"to end at {at:.0f} s{late}"
+        expected = f"expected {took:.0f} s, {expected}" if took else f"not timed: {expected}"
         lines.append(f"  {step}: ends by {deadline:.0f} s; {expected}")
         if step == "build":
             cuda = " with USE_CUDA=1 (CUDA sources)"
@@ -580,9 +623,12 @@ def plan(check: Check, cores: int = 0) -> list[str]:
                 extra += [env] if env else []
                 extra += [f"reports allowed in {', '.join(lane.allowed)}"] if lane.allowed else []
                 lines.append(f"{shown} ({'; '.join(extra)})")
+        elif step == "shipped":
+            wheels = [w.name for w in sorted(SHIPPED.glob("*.whl"))]
+            lines.append(f"    {', '.join(wheels) or 'no wheels: nox -s gpu_wheels builds them'}")
         else:
             lines.append("    benchmarks.run --device cuda --headline, rows into bench-rows.jsonl")
-    not_timed = f" (not timed: {', '.join(untimed)})" if untimed else ""
+    not_timed = f" (not timed, so their reserves: {', '.join(untimed)})" if untimed else ""
     lines.append(f"  total: expected {at:.0f} s of {check.budget:.0f} s{not_timed}")
     return lines
 

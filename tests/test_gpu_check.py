@@ -213,15 +213,17 @@ def _venv_of_this_python(folder: Path) -> None:
 
 def test_the_exit_status_says_pass_defect_or_incomplete(tmp_path):
     P, F, C = gpu_results.PASSED, gpu_results.FAILED, gpu_results.CUT
-    assert _check(tmp_path, build=P, test=P, sanitize=P, bench=P).write_verdict() == 0
+    assert _check(tmp_path, build=P, test=P, shipped=P, sanitize=P, bench=P).write_verdict() == 0
+    assert _check(tmp_path, build=P, test=P, sanitize=P, bench=P).write_verdict() == 3
     assert _check(tmp_path, build=P, test=F, sanitize=C, bench=P).write_verdict() == 1
     assert _check(tmp_path, build=P, test=P, sanitize=C, bench=C).write_verdict() == 3
-    assert _check(tmp_path, build=P, test=P).write_verdict(running="sanitize") == 3
+    assert _check(tmp_path, build=P, test=P, shipped=P).write_verdict(running="sanitize") == 3
     verdict = (tmp_path / "verdict.txt").read_text().splitlines()
     assert verdict[0].startswith("incomplete, no defect found so far")
     assert verdict[1:] == [
         "  build: passed",
         "  test: passed",
+        "  shipped: passed",
         "  sanitize: running",
         "  bench: NOT REACHED",
     ]
@@ -265,7 +267,7 @@ def test_a_sanitizer_log_cut_before_its_summary_counts_its_reports(tmp_path):
 
 def test_each_step_ends_by_the_budget_less_what_the_chosen_later_steps_are_left(tmp_path):
     every = _check(tmp_path)
-    assert [every.budget - every.reserve(s) for s in gpu_check.STEPS] == [180, 310, 395, 472]
+    assert [every.budget - every.reserve(s) for s in gpu_check.STEPS] == [120, 250, 310, 395, 472]
     some = _check(tmp_path, steps=["build", "test", "sanitize"])
     some.budget = 300
     assert [some.budget - some.reserve(s) for s in some.steps] == [77, 207, 292]
@@ -311,17 +313,20 @@ def test_the_dry_run_lists_every_cuda_test_file_with_its_expected_time(tmp_path,
     lines = gpu_check.plan(gpu_check.Check(tmp_path, 480, list(gpu_check.STEPS), every), 16)
     text = "\n".join(lines)
     assert "  preflight: expected 12 s" in lines
-    assert "  build: ends by 180 s; expected 60 s, to end at 72 s" in lines
-    assert "  test: ends by 310 s; expected 250 s, to end at 322 s - after its deadline" in lines
-    assert "  sanitize: ends by 395 s; not timed" in lines
-    assert lines[-1] == "  total: expected 322 s of 480 s (not timed: sanitize, bench)"
+    assert "  build: ends by 120 s; expected 60 s, to end at 72 s" in lines
+    assert "  test: ends by 250 s; expected 250 s, to end at 322 s - after its deadline" in lines
+    assert "  shipped: ends by 310 s; not timed: to end at 382 s - after its deadline" in lines
+    assert "  sanitize: ends by 395 s; not timed: to end at 467 s - after its deadline" in lines
+    assert lines[-1] == (
+        "  total: expected 544 s of 480 s (not timed, so their reserves: shipped, sanitize, bench)"
+    )
     assert "(2 process(es); 40 s of tests)" in text  # every run the mean, 40 s: 16 x 1/9
     for path in files:  # every file with CUDA tests (those collected here)
         assert f"      {path}: " in text, path
     assert "tests/test_gpu_check.py" not in text  # it names the markers in its text only
     assert "      packages/add_ext/tests/test_add_ext.py: 12 s in 2 tests" in text
     assert "      packages/add_ext/tests/test_add_ext.py: 30 s in 1 tests" in text  # the large lane
-    assert "test: ends by 310 s" in text and "bench: ends by 472 s" in text
+    assert "bench: ends by 472 s" in text
     for package in ("add_ext", "lltm_cuda", "warp_perspective"):
         assert f"    {package} with USE_CUDA=1 (CUDA sources)" in text
     assert (
@@ -361,6 +366,21 @@ def test_a_run_records_each_steps_and_each_sanitized_tests_seconds(tmp_path, mon
     assert json.loads((tmp_path / "durations.json").read_text()) == {
         "tests/b.py::u": 2.0, "add_ext-memcheck tests/a.py::t": 9.0, "step test": 61.0,
     }  # fmt: skip
+
+
+def test_the_shipped_step_is_not_reached_without_the_release_way_wheels(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check, "SHIPPED", tmp_path / "gpu-wheels")
+    monkeypatch.setattr(gpu_check, "DURATIONS", tmp_path / "none.json")
+    check = _check(tmp_path)
+    assert gpu_check.step_shipped(check) == gpu_results.CUT
+    assert (tmp_path / "summary.txt").read_text() == (
+        "gpu_check: shipped: NOT REACHED (no wheel of add_ext in gpu-wheels/: "
+        "nox -s gpu_wheels builds them)\n"
+    )
+    plan = gpu_check.plan(check, 16)
+    assert plan[plan.index("  shipped: ends by 310 s; not timed: to end at 190 s") + 1] == (
+        "    no wheels: nox -s gpu_wheels builds them"
+    )
 
 
 def test_the_command_line_runs_a_dry_run_and_refuses_an_unknown_step(tmp_path):

@@ -1,7 +1,7 @@
 """The GPU check (docs/gpu-check.md): offline, on a machine with an NVIDIA GPU, with the
-python3 that runs it and its torch (2.11 or newer): preflight, then build, test, shipped, sanitize and
-bench, each ending by its deadline within the budget, every log under $OUT (./gpu-check/ when
-unset) as it is written. Exit status: 0 every step ran in full and passed; 1 a defect; 2
+python3 that runs it and its torch (2.11 or newer): preflight, then build, test, shipped,
+sanitize and bench, each ending by its deadline within the budget, every log under $OUT
+(./gpu-check/ when unset) as it is written. Exit status: 0 every step ran in full and passed; 1 a defect; 2
 preflight failed; 3 no defect, but the deadline cut a step.
 """
 

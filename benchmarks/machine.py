@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,10 +123,32 @@ def window(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
 
 
 def quiet(seconds: float = 0.5) -> dict[str, Any]:
-    """A window in which this process sleeps: what the rest of the machine does."""
+    """A window in which this process sleeps: what the rest of the machine does (and with
+    a GPU, what else runs on it and its clock)."""
     before = sample()
     time.sleep(seconds)
-    return window(before, sample())
+    return window(before, sample()) | (gpu_now() if torch.cuda.is_available() else {})
+
+
+def gpu_now() -> dict[str, Any]:
+    """nvidia-smi's word on GPU 0: other processes on it, its utilization (this process
+    asleep), its SM clock and the clock's maximum (MHz); {} without nvidia-smi."""
+
+    def query(*args: str) -> list[str]:
+        done = subprocess.run(["nvidia-smi", *args, "--format=csv,noheader,nounits", "-i", "0"],
+                              capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
+        return [line.strip() for line in done.stdout.splitlines() if line.strip()]
+
+    try:
+        pids = query("--query-compute-apps=pid")
+        util, clock, top = query("--query-gpu=utilization.gpu,clocks.sm,clocks.max.sm")[0].split(
+            ", "
+        )
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return {}
+    others = sum(pid.isdigit() and int(pid) != os.getpid() for pid in pids)
+    return {"gpu_others": others, "gpu_util": float(util), "sm_clock_mhz": float(clock),
+            "sm_clock_max_mhz": float(top)}  # fmt: skip
 
 
 def tick() -> float:

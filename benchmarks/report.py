@@ -29,10 +29,12 @@ FEW_SAMPLES = 20  # a time resting on fewer per-call times says how many
 # got verdicts on goals of 3-10 %); when, while it or its package's check ran, other
 # processes used over OTHERS of the CPUs, the hypervisor stole over STEAL, or the timer
 # stepped by over TICK_US (issue 61: at a load of 3 on 2 cores 91 of 123 times were flagged,
-# many sat on multiples of 8 ms, and "met" still came out); when its rounds are over RETIME
+# many sat on multiples of 8 ms, and "met" still came out), or the GPU was over GPU_BUSY
+# utilized while the bench slept (issue 58: a bench that shares it with a sanitizer run's
+# tests times them, not ours); when its rounds are over RETIME
 # apart; or when a bigger case of it takes under 1/SHRINK, or over GROWTH x (size ratio)^2, of
 # a smaller one's time (issue 61: add_ext 3.77 us at 1e4, 7.97 ms at 1e5).
-SPREAD, OTHERS, STEAL, TICK_US = {"cpu": 0.10, "cuda": 0.05}, 0.10, 0.05, 1.0
+SPREAD, OTHERS, STEAL, TICK_US, GPU_BUSY = {"cpu": 0.10, "cuda": 0.05}, 0.10, 0.05, 1.0, 5.0
 RETIME, SHRINK, GROWTH = 1.5, 1.5, 10.0
 METHOD = f"""Times are medians, every implementation of a case timed round-robin in one process
 (CPU: torch.utils.benchmark; CUDA: 10 ms blocks by three clocks, wall: host time,
@@ -109,7 +111,8 @@ def busy(window: dict | None, where: str = "") -> list[str]:
     return [f"machine: {text.format(w[key])}{where}" for key, limit, text in (
         ("others", OTHERS, "other processes used {:.0%} of the CPUs"),
         ("steal", STEAL, "{:.0%} of the CPUs stolen"),
-        ("tick_us", TICK_US, "timer steps of {:g} us")) if w.get(key, 0) > limit]  # fmt: skip
+        ("tick_us", TICK_US, "timer steps of {:g} us"),
+        ("gpu_util", GPU_BUSY, "the GPU {:.0f}% busy while the bench slept")) if w.get(key, 0) > limit]  # fmt: skip
 
 
 def _in_line(a: dict, b: dict) -> bool:

@@ -21,6 +21,7 @@ FRESH_FLOOR = "GEMM floor (fresh inputs)"
 FRESH_FLOOR_GRAD = "GEMM floor (fresh inputs) + autograd.grad"
 TUTORIAL = (16, 32, 128)
 LARGE = (64, 256, 1024)
+BUSY = (1024, 256, 1024)  # CUDA only: GEMMs that keep a GPU busy (issue 58), not launches
 OPS = ("lltm forward", "lltm forward+backward", "lltm ops forward+backward")
 REDUCE_OVERHEAD = "torch.compile reduce-overhead"
 
@@ -49,7 +50,7 @@ class EagerLLTM(nn.Module):
 def run(ctx: Context, package: str, device: str) -> None:
     """Every selected row of both shapes; the package is imported when a row is timed (a
     plan lists the rows of a package not built here)."""
-    for shape in (TUTORIAL, LARGE):
+    for shape in (TUTORIAL, LARGE, *([BUSY] if device == "cuda" else [])):
         ops = [op for op in OPS if ctx.wants(op, case_name(shape), device)]
         if ops:
             _time_shape(ctx, importlib.import_module(package), device, shape, ops)

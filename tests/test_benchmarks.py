@@ -638,6 +638,9 @@ HEADLINE = {
         ("graph_conv sparse 1%", "N=1024 512->64", "cuda"),
         ("graph_conv dense", "N=4096 512->64", "cuda"),
         ("graph_conv sparse 1%", "N=4096 512->64", "cuda"),
+        ("graph_conv dense fwd+bwd", "N=4096 512->64", "cuda"),
+        ("graph_conv dense", "N=8192 512->64", "cuda"),
+        ("graph_conv dense fwd+bwd", "N=8192 512->64", "cuda"),
     ],
     "lltm_cpu": [],
     "lltm_cuda": [
@@ -649,6 +652,7 @@ HEADLINE = {
     "warp_perspective": [
         ("warp_perspective bilinear", "B=8 C=3 256x256", "cuda"),
         ("warp_perspective bilinear", "B=8 C=3 1080p", "cuda"),
+        ("warp_perspective bilinear", "B=8 C=3 4K", "cuda"),
     ],
 }
 # (package, op, case, ours, peer, min_speedup, tie) of issue 44's goal 6 and issue 58.

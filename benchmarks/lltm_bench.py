@@ -24,6 +24,7 @@ LARGE = (64, 256, 1024)
 BUSY = (1024, 256, 1024)  # CUDA only: GEMMs that keep a GPU busy (issue 58), not launches
 OPS = ("lltm forward", "lltm forward+backward", "lltm ops forward+backward")
 REDUCE_OVERHEAD = "torch.compile reduce-overhead"
+AUTOGRAD_ALONE = "autograd.grad of two muls"
 
 
 def case_name(shape: tuple[int, int, int]) -> str:
@@ -91,9 +92,12 @@ def _time_shape(ctx: Context, package, device: str, shape: tuple, ops: list[str]
 
     h_leaf, c_leaf = h_data.clone().requires_grad_(), c_data.clone().requires_grad_()
 
-    def gemms_and_autograd():  # the gradients of old_h and old_cell through two muls
-        gemms()
+    def autograd_alone():  # the gradients of old_h and old_cell through two muls
         torch.autograd.grad([h_leaf * 2.0, c_leaf * 2.0], [h_leaf, c_leaf], [grad_h, grad_c])
+
+    def gemms_and_autograd():
+        gemms()
+        autograd_alone()
 
     def ops_step():  # its d_old_h GEMM takes every column of the weights: more than the floor's
         saved = package.forward(x, weights, bias, h_data, c_data)[1:]
@@ -108,7 +112,7 @@ def _time_shape(ctx: Context, package, device: str, shape: tuple, ops: list[str]
 
     def fresh_gemms_and_autograd():
         fresh_gemms()
-        torch.autograd.grad([h_leaf * 2.0, c_leaf * 2.0], [h_leaf, c_leaf], [grad_h, grad_c])
+        autograd_alone()
 
     steps = {name: step(model) for name, model in models.items()}
     if device == "cuda":
@@ -119,6 +123,9 @@ def _time_shape(ctx: Context, package, device: str, shape: tuple, ops: list[str]
                          "GEMM floor": lambda: torch.addmm(bias, X, weights.t())},
         "lltm forward+backward": {**steps, "GEMM floor": gemms,
                                   "GEMM floor + autograd.grad": gemms_and_autograd,
+                                  # autograd's own cost on this device (issue 58: on CUDA its
+                                  # hand-off to the device, apart from ours)
+                                  AUTOGRAD_ALONE: autograd_alone,
                                   FRESH_FLOOR_GRAD: fresh_gemms_and_autograd},
         "lltm ops forward+backward": {package.__name__: ops_step, "GEMM floor": gemms,
                                       FRESH_FLOOR: fresh_gemms},

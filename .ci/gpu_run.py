@@ -1,5 +1,6 @@
 """The GPU check's run (gpu_check.py): its state, deadlines, verdict and packed logs (Check),
-its processes (Job, run_jobs), each ended by its deadline, and the preflight."""
+its processes (Job, run_jobs), each ended by its deadline, the preflight, and what its steps
+share: the test runs (Lane), their judgement, and the last GPU run's times."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gpu_results
-from gpu_results import CUT, FAILED
+from gpu_results import CUT, FAILED, PASSED
 
 ROOT = Path(__file__).resolve().parents[1]
 PIP_INSTALL = "-m pip install -v --no-index --no-build-isolation --no-deps --force-reinstall"
@@ -256,3 +258,121 @@ def preflight(check: Check) -> bool:
     shown = [f"{k} {check.facts[k]}" for k in ("torch", "gpu", "nvcc") if k in check.facts]
     check.say(f"preflight: ok (CXX={cxx}; {', '.join(shown)})")
     return True
+
+
+# The name part of the tests that need most of a GPU's memory: they run alone, after the suites.
+LARGE = "2_to_the_31"
+
+
+# A cuda marker on a test, a module or a parameter, or the test battery (its CUDA cases are).
+CUDA_TESTS = re.compile(
+    r"^\s*@pytest\.mark\.cuda\b|^pytestmark = .*pytest\.mark\.cuda|marks=pytest\.mark\.cuda"
+    r"|^test_battery = battery\(",
+    re.M,
+)
+
+
+DURATIONS = ROOT / "benchmarks" / "results" / "gpu" / "durations.json"
+
+
+TEST_PATH = str(ROOT / ".ci")  # where a test run's python finds the results plugin
+
+
+def last_durations() -> dict[str, float]:
+    """Seconds in the last GPU run (DURATIONS), where one timed it: each test's (its id),
+    each test's under each sanitizer run ("<run> <id>") and each step's ("step <step>")."""
+    return json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+
+def record(check: Check, seconds: dict[str, float], replaced: Callable[[str], bool]) -> None:
+    """``seconds`` into this run's durations.json (the last run's, until this one writes),
+    in place of the entries ``replaced`` picks."""
+    path = check.out / "durations.json"
+    known = json.loads(path.read_text()) if path.exists() else last_durations()
+    known = {k: v for k, v in known.items() if not replaced(k)} | seconds
+    path.write_text(json.dumps(known, indent=0, sort_keys=True))
+
+
+def step_seconds(check: Check, step: str, seconds: float) -> None:
+    record(check, {f"step {step}": round(seconds, 1)}, lambda key: False)
+
+
+def share_cores(cores: int, took: dict[str, float]) -> dict[str, int]:
+    """Workers per run: the cores in proportion to the seconds each took, at least one."""
+    total = sum(took.values())
+    return {
+        name: max(1, round(cores * s / total) if total else cores // len(took))
+        for name, s in took.items()
+    }
+
+
+def is_cuda_package(package: str) -> bool:
+    return any((ROOT / "packages" / package / "csrc").rglob("*.cu"))
+
+
+def shares_memory(package: str) -> bool:
+    """Whether its kernels use shared memory or barriers: racecheck's and synccheck's subject."""
+    sources = (ROOT / "packages" / package / "csrc").rglob("*.cu")
+    return any(
+        re.search(r"__shared__|__syncthreads|cooperative_groups", f.read_text()) for f in sources
+    )
+
+
+@dataclass
+class Lane:
+    """One pytest run: test files, marker and keyword expressions, xdist workers."""
+
+    name: str
+    paths: list[str]
+    marks: str
+    keyword: str
+    workers: int = 0  # 0: one process
+    wrapper: list[str] = field(default_factory=list)  # e.g. compute-sanitizer and its flags
+    allowed: tuple[str, ...] = ()  # kernels of torch's that a sanitizer may report in
+
+    def selection(self) -> list[str]:
+        return [*self.paths, "-m", self.marks, "-k", self.keyword]
+
+    def shown(self) -> str:
+        return f"-m '{self.marks}' -k '{self.keyword}'"
+
+    def job(self, check: Check, prefix: str, **env: str) -> Job:
+        """The run, its results into {prefix}-{name}.jsonl, its log and JUnit XML beside."""
+        xdist = f"-n {self.workers} --dist load --max-worker-restart 2" if self.workers else ""
+        command = [
+            *self.wrapper, check.python, "-X", "faulthandler", "-m", "pytest", *self.selection(),
+            "-q", "-p", "no:cacheprovider", "-p", "gpu_results",
+            "--junitxml", str(check.out / f"{prefix}-{self.name}.xml"), *xdist.split(),
+        ]  # fmt: skip
+        env |= {
+            "GPU_RESULTS": str(check.out / f"{prefix}-{self.name}.jsonl"),
+            "PYTHONPATH": TEST_PATH,
+            "PYTHONUNBUFFERED": "1",
+            # Inductor's compile workers, one per core per test process, would swamp the cores.
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        }
+        return check.job(self.name, command, f"{prefix}-{self.name}.log", **env)
+
+
+def cuda_test_files(folder: str) -> list[str]:
+    """The test files under ``folder`` with CUDA-marked tests. Only those are collected: a
+    file of CPU tests that skips itself for want of a module the GPU machine need not have
+    (networkx, nox) would read as a forbidden skip."""
+    files = sorted((ROOT / folder).rglob("test_*.py"))
+    return [str(f.relative_to(ROOT)) for f in files if CUDA_TESTS.search(f.read_text())]
+
+
+def judge(check: Check, prefix: str, jobs: list[Job]) -> str:
+    """One summary line per run, and the step's status."""
+    statuses = []
+    memory = check.facts.get("gpu_memory_gb")
+    for job in jobs:
+        run = gpu_results.Run.read(check.out / f"{prefix}-{job.name}.jsonl")
+        line, status = gpu_results.verdict(
+            f"{prefix} {job.name}", run, job.rc, cut=job.cut, gpu_memory_gb=memory
+        )
+        if not job.started:
+            line = f"{prefix} {job.name}: NOT REACHED (not started before the deadline)"
+        check.say(line)
+        statuses.append(status)
+    return FAILED if FAILED in statuses else CUT if CUT in statuses else PASSED

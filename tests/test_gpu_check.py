@@ -39,6 +39,8 @@ def _load(name: str):
 
 
 gpu_results = _load("gpu_results")
+gpu_run = _load("gpu_run")
+gpu_sanitize = _load("gpu_sanitize")
 gpu_check = _load("gpu_check")
 
 SUITE = """
@@ -253,16 +255,16 @@ def test_a_sanitizer_log_cut_before_its_summary_counts_its_reports(tmp_path):
     log = tmp_path / "x.sanitizer.log"
     report = "========= Uninitialized __global__ memory read of size 2 bytes\n=========     at f\n"
     log.write_text("========= COMPUTE-SANITIZER\n" + report * 3)
-    assert gpu_check.sanitizer_errors(log) == 3
+    assert gpu_sanitize.sanitizer_errors(log) == 3
     log.write_text("========= COMPUTE-SANITIZER\n" + report + "========= ERROR SUMMARY: 7 errors\n")
-    assert gpu_check.sanitizer_errors(log) == 7
+    assert gpu_sanitize.sanitizer_errors(log) == 7
     log.write_text(
         "========= ERROR SUMMARY: 5180 errors were not printed. Use --print-limit option to adjust"
         " the number of printed errors\n========= ERROR SUMMARY: 5280 errors\n"
     )
-    assert gpu_check.sanitizer_errors(log) == 5280
+    assert gpu_sanitize.sanitizer_errors(log) == 5280
     log.write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
-    assert gpu_check.sanitizer_errors(log) == 0
+    assert gpu_sanitize.sanitizer_errors(log) == 0
 
 
 def test_each_step_ends_by_the_budget_less_what_the_chosen_later_steps_are_left(tmp_path):
@@ -308,7 +310,7 @@ def test_the_dry_run_lists_every_cuda_test_file_with_its_expected_time(tmp_path,
         "add_ext-memcheck packages/add_ext/tests/test_add_ext.py::test_a": 40.0,
         "step preflight": 12.0, "step build": 60.0, "step test": 250.0,
     }))  # fmt: skip
-    monkeypatch.setattr(gpu_check, "DURATIONS", durations)
+    monkeypatch.setattr(gpu_run, "DURATIONS", durations)
     every = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
     lines = gpu_check.plan(gpu_check.Check(tmp_path, 480, list(gpu_check.STEPS), every), 16)
     text = "\n".join(lines)
@@ -343,9 +345,9 @@ def test_the_sanitizer_runs_share_the_cores_by_the_seconds_they_took(tmp_path, m
     durations.write_text(
         json.dumps({f"warp_perspective-{k} {test}": s for k, s in seconds.items()})
     )
-    monkeypatch.setattr(gpu_check, "DURATIONS", durations)
+    monkeypatch.setattr(gpu_run, "DURATIONS", durations)
     check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["warp_perspective"], facts={})
-    workers = {lane.name: lane.workers for lane, _ in gpu_check.sanitizer_runs(check, 16)}
+    workers = {lane.name: lane.workers for lane, _ in gpu_sanitize.sanitizer_runs(check, 16)}
     assert workers == {
         "warp_perspective-memcheck": 9,  # 16 x 300 / 560
         "warp_perspective-initcheck": 3,
@@ -359,10 +361,10 @@ def test_a_run_records_each_steps_and_each_sanitized_tests_seconds(tmp_path, mon
     last = tmp_path / "last.json"
     last.write_text(json.dumps({"tests/a.py::t[x y]": 1.0, "add_ext-memcheck tests/a.py::t": 9.0,
                                 "step test": 50.0}))  # fmt: skip
-    monkeypatch.setattr(gpu_check, "DURATIONS", last)
+    monkeypatch.setattr(gpu_run, "DURATIONS", last)
     check = _check(tmp_path)
-    gpu_check.record(check, {"tests/b.py::u": 2.0}, lambda key: "/" in key.split(" ")[0])
-    gpu_check.step_seconds(check, "test", 61.04)
+    gpu_run.record(check, {"tests/b.py::u": 2.0}, lambda key: "/" in key.split(" ")[0])
+    gpu_run.step_seconds(check, "test", 61.04)
     assert json.loads((tmp_path / "durations.json").read_text()) == {
         "tests/b.py::u": 2.0, "add_ext-memcheck tests/a.py::t": 9.0, "step test": 61.0,
     }  # fmt: skip
@@ -370,7 +372,7 @@ def test_a_run_records_each_steps_and_each_sanitized_tests_seconds(tmp_path, mon
 
 def test_the_shipped_step_is_not_reached_without_the_release_way_wheels(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu_check, "SHIPPED", tmp_path / "gpu-wheels")
-    monkeypatch.setattr(gpu_check, "DURATIONS", tmp_path / "none.json")
+    monkeypatch.setattr(gpu_run, "DURATIONS", tmp_path / "none.json")
     check = _check(tmp_path)
     assert gpu_check.step_shipped(check) == gpu_results.CUT
     assert (tmp_path / "summary.txt").read_text() == (
@@ -409,7 +411,7 @@ def test_every_graph_capture_test_is_deselected_under_the_sanitizer():
         (p.name, n.name) for p, n, source in _test_functions() if "torch.cuda.graph(" in source
     ]
     assert len(capturing) >= 3, capturing  # add_ext, lltm_cuda, warp_perspective
-    assert [c for c in capturing if gpu_check.GRAPH_CAPTURE not in c[1]] == []
+    assert [c for c in capturing if gpu_sanitize.GRAPH_CAPTURE not in c[1]] == []
 
 
 def test_every_test_that_needs_most_of_the_gpu_runs_alone():
@@ -623,7 +625,7 @@ def test_initcheck_leaves_out_what_it_cannot_judge_and_probes_why(tmp_path):
     may be in torch's reduce_kernel only. A probe of each finding runs with no kernel of ours,
     every report printed; memcheck runs everything."""
     check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["lltm_cuda"], facts={})
-    lanes = {lane.name: lane for lane, _ in gpu_check.sanitizer_runs(check)}
+    lanes = {lane.name: lane for lane, _ in gpu_sanitize.sanitizer_runs(check)}
     initcheck, memcheck = lanes["lltm_cuda-initcheck"], lanes["lltm_cuda-memcheck"]
     apart = lanes["lltm_cuda-initcheck-grid_stride"]
     assert initcheck.wrapper == ["env", "SHARED_BUILD_BATTERY_SKIP_DTYPES=float16,bfloat16"]
@@ -634,13 +636,13 @@ def test_initcheck_leaves_out_what_it_cannot_judge_and_probes_why(tmp_path):
     assert apart.allowed == ("reduce_kernel",) and initcheck.allowed == memcheck.allowed == ()
     assert memcheck.wrapper == apart.wrapper == []
     check.facts = {"sanitizer": "compute-sanitizer", "bulk_copy": True, "print_limit": True}
-    probes = {job.name: job.command for job in gpu_check.initcheck_probes(check)}
+    probes = {job.name: job.command for job in gpu_sanitize.initcheck_probes(check)}
     assert sorted(probes) == ["cublas-probe", "cublas-probe-bulk-copy", "reduce-probe"]
     script = (ROOT / ".ci" / "gpu_initcheck_probe.py").read_text()
     for command in probes.values():
         assert f"def {command[-1]}() -> None:" in script
-        assert command[command.index("--print-limit") + 1] == str(gpu_check.PRINT_LIMIT)
-        assert command[-1] in gpu_check.PROBES
+        assert command[command.index("--print-limit") + 1] == str(gpu_sanitize.PRINT_LIMIT)
+        assert command[-1] in gpu_sanitize.PROBES
 
 
 def test_the_grid_stride_tests_run_apart_under_initcheck_in_every_dtype():
@@ -648,7 +650,7 @@ def test_the_grid_stride_tests_run_apart_under_initcheck_in_every_dtype():
     dtypes; the main initcheck run selects none of them."""
     pytest.importorskip("lltm_cuda", reason="collecting lltm_cuda's tests needs it installed")
     check = gpu_check.Check(ROOT, 480, ["sanitize"], ["lltm_cuda"], facts={})
-    lanes = {lane.name: lane for lane, _ in gpu_check.sanitizer_runs(check)}
+    lanes = {lane.name: lane for lane, _ in gpu_sanitize.sanitizer_runs(check)}
     chosen = {}
     for name in ("lltm_cuda-initcheck", "lltm_cuda-initcheck-grid_stride"):
         done = subprocess.run(
@@ -696,18 +698,18 @@ def test_each_report_counts_for_the_kernel_it_is_in(tmp_path):
     """A report's kernel is its last frame (the device frames follow the inlined function);
     a report with no frame is counted as such; a log cut before its summary counts too."""
     api = "========= Program hit cudaErrorInvalidValue on CUDA API call to cudaMemcpy\n"
-    counts = gpu_check.kernel_counts(_log(tmp_path, INLINED * 2, REDUCE, api, errors=4))
+    counts = gpu_sanitize.kernel_counts(_log(tmp_path, INLINED * 2, REDUCE, api, errors=4))
     assert counts == {
         "void lltm_cuda::<unnamed>::lltm_forward_kernel<c10::BFloat16>(lltm::ForwardData<T1>, "
         "long, long)": 2,
         "void at::native::reduce_kernel<(int)128, (int)4, at::native::ReduceOp<float>>(T3)": 1,
         "no kernel named": 1,
     }
-    assert sum(gpu_check.kernel_counts(_log(tmp_path, REDUCE * 3)).values()) == 3
+    assert sum(gpu_sanitize.kernel_counts(_log(tmp_path, REDUCE * 3)).values()) == 3
 
 
 def test_reports_pass_only_where_the_run_allows_that_kernel_of_torchs_and_all_are_printed(tmp_path):
-    verdict = gpu_check.sanitizer_verdict
+    verdict = gpu_sanitize.sanitizer_verdict
     allowed = ("reduce_kernel",)
     assert verdict(_log(tmp_path, errors=0), (), False) == ("", False)
     line, failed = verdict(_log(tmp_path, REDUCE * 2, errors=2), allowed, False)
@@ -737,15 +739,15 @@ def test_a_probe_fails_where_it_finds_other_than_was_measured(
     tmp_path, monkeypatch, gpu, reports, rc, cut, status, words
 ):
     monkeypatch.setitem(
-        gpu_check.PROBES, "reduce", ("reduce_kernel", {("NVIDIA H200", "2.11.0+cu130"): 3})
+        gpu_sanitize.PROBES, "reduce", ("reduce_kernel", {("NVIDIA H200", "2.11.0+cu130"): 3})
     )
     check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["lltm_cuda"], facts={})
     check.facts = {"gpu": gpu, "torch": "2.11.0+cu130 (CUDA 13.0)"}
     probe = gpu_check.Job("reduce-probe", ["python", "probe.py", "reduce"], tmp_path / "p.log", {})
     probe.rc, probe.cut, probe.started = rc, cut, True
-    line, got = gpu_check.probe_verdict(
+    line, got = gpu_sanitize.probe_verdict(
         check, probe, _log(tmp_path, REDUCE * reports, errors=None if cut else reports)
     )
     assert got == status and words in line, line
-    line, got = gpu_check.probe_verdict(check, probe, _log(tmp_path, REDUCE, INLINED, errors=2))
+    line, got = gpu_sanitize.probe_verdict(check, probe, _log(tmp_path, REDUCE, INLINED, errors=2))
     assert got == ("NOT REACHED" if cut else "FAILED"), line

@@ -46,8 +46,11 @@ from gpu_sanitize import sanitizer_runs, sanitizer_seconds, step_sanitize  # noq
 ROOT = Path(__file__).resolve().parents[1]
 
 STEPS = ("build", "test", "shipped", "sanitize", "bench")
-# The CUDA packages' wheels built the release way for this torch (nox -s gpu_wheels).
+# The wheels built the release way for this torch (nox -s gpu_wheels), and the packages whose
+# CUDA tests the shipped step runs with them (issue 58: the LLTM's and the warp's kernels;
+# the time left for it holds no more).
 SHIPPED = ROOT / "gpu-wheels"
+SHIPPED_TESTS = ("lltm_cuda", "warp_perspective")
 
 
 OWN_LIBSTDCXX = (
@@ -117,7 +120,8 @@ def installed_right(check: Check, package: str, log: str = "") -> tuple[str | No
         return f"{package}: {', '.join(own)} carry a libstdc++ of their own, not torch's", ""
     return None, (
         f"{package}: {info.get('compiler')}; nvcc {info.get('cuda')}; arch "
-        f"{info.get('arch_list')}; {len(libraries)} libraries, each on the shared libstdc++"
+        f"{info.get('arch_list')}; {len(libraries)} libraries, each on the shared libstdc++; "
+        f"from {info.get('git_commit') or '?'}{' (changed)' if info.get('git_dirty') else ''}"
     )
 
 
@@ -134,13 +138,14 @@ def test_lanes(
     cores: int,
     durations: dict[str, float],
     counts: dict[str, int] | None = None,
+    beside: bool = True,
 ) -> list[Lane]:
-    """The suites side by side: each package's (its test battery's CUDA cases among them),
-    the cross-package one and shared_build's, where they have CUDA tests; the cores shared
-    by the time the last GPU run took, else by how many tests each collects (``counts``),
-    else evenly."""
+    """The suites side by side: each package's (its test battery's CUDA cases among them)
+    and, ``beside``, the cross-package one and shared_build's, where they have CUDA tests;
+    the cores shared by the time the last GPU run took, else by how many tests each collects
+    (``counts``), else evenly."""
     folders = {p: f"packages/{p}/tests" for p in packages}
-    folders |= {"repo": "tests", "shared_build": "shared_build/tests"}
+    folders |= {"repo": "tests", "shared_build": "shared_build/tests"} if beside else {}
     suites = {name: files for name, folder in folders.items() if (files := cuda_test_files(folder))}
     took = {
         n: sum(s for t, s in durations.items() if t.split("::")[0] in f) for n, f in suites.items()
@@ -178,7 +183,8 @@ def step_test(check: Check) -> str:
     seconds: dict[str, float] = {}
     for job in jobs:
         seconds |= gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").seconds
-    record(check, seconds, lambda key: "/" in key.split(" ")[0])  # a test's id, no prefix
+    ran = {path for job in jobs for path in job.command if path.endswith(".py")}  # test files
+    record(check, seconds, lambda key: key.split("::")[0] in ran)  # their tests' last times
     status = judge(check, "test", jobs)
     crashed = [j for j in jobs if j.started and not j.cut and j.rc not in (0, 1)]
     if crashed:
@@ -186,38 +192,41 @@ def step_test(check: Check) -> str:
     return status
 
 
-def run_suites(check: Check, step: str, packages: list[str], only: bool = False) -> list[Job]:
-    """The CUDA tests of the packages' suites side by side (with the cross-package one and
-    shared_build's unless ``only``), then those past 2^31 elements alone."""
+def run_suites(check: Check, step: str, packages: list[str], whole: bool = True) -> list[Job]:
+    """The CUDA tests of the packages' suites side by side; ``whole``, with the cross-package
+    one and shared_build's, then the tests past 2^31 elements alone."""
     durations, cores = last_durations(), os.cpu_count() or 2
-    pick = (lambda lanes: [lane for lane in lanes if lane.name in packages]) if only else list
-    lanes = pick(test_lanes(packages, cores, durations))
+    lanes = test_lanes(packages, cores, durations, beside=whole)
     if not durations:
         counts = count_tests(check, lanes)
-        lanes = pick(test_lanes(packages, cores, durations, counts))
+        lanes = test_lanes(packages, cores, durations, counts, beside=whole)
         shares = ", ".join(
             f"{lane.name} {counts[lane.name]} tests, {lane.workers}" for lane in lanes
         )
         check.say(f"{step}: no GPU durations yet; workers by tests collected: {shares}")
     jobs = [lane.job(check, step) for lane in lanes]
     run_jobs(jobs, check.deadline(step), len(jobs))
-    jobs.append(large_lane(lanes).job(check, step))
-    run_jobs(jobs[-1:], check.deadline(step), 1)
+    if whole:
+        jobs.append(large_lane(lanes).job(check, step))
+        run_jobs(jobs[-1:], check.deadline(step), 1)
     return jobs
 
 
 def step_shipped(check: Check) -> str:
     """The wheels built the release way (SHIPPED), installed in a venv of their own (no build
-    of this run in it), each CUDA package's checked as the build step checks its own and
-    carrying many archs and PTX; then those packages' CUDA tests there."""
+    of this run in it), SHIPPED_TESTS' checked as the build step checks its own and carrying
+    many archs and PTX; then their CUDA tests there (not those past 2^31 elements)."""
     wheels = sorted(SHIPPED.glob("*.whl"))
-    found = {w.name.split("-")[0] for w in wheels}
-    names = [p for p in check.packages if is_cuda_package(p) and p in found]
-    if not names:
-        cuda = ", ".join(filter(is_cuda_package, check.packages)) or "none of these packages"
-        check.say(f"shipped: NOT REACHED (no wheel of {cuda} in gpu-wheels/: "
+    names = [p for p in SHIPPED_TESTS if p in check.packages]
+    if missing := [p for p in names if not any(w.name.startswith(f"{p}-") for w in wheels)]:
+        check.say(f"shipped: NOT REACHED (no wheel of {', '.join(missing)} in gpu-wheels/: "
                   "nox -s gpu_wheels builds them)")  # fmt: skip
         return CUT
+    if not names:
+        check.say(
+            f"shipped: nothing to run (its packages, {', '.join(SHIPPED_TESTS)}, are not this run's)"
+        )
+        return PASSED
     shipped = replace(check, venv=check.venv.with_name(check.venv.name + "-shipped"))
     gpu_run.make_venv(shipped)
     install = [shipped.python, *PIP_INSTALL.split(), str(ROOT / "shared_build"), *map(str, wheels)]
@@ -234,14 +243,17 @@ def step_shipped(check: Check) -> str:
             return FAILED
         runs = "its code" if check.facts.get("arch") in archs else "the PTX"
         check.say(f"shipped: {note}; this GPU runs {runs}")
-    return judge(shipped, "shipped", run_suites(shipped, "shipped", names, only=True))
+    return judge(shipped, "shipped", run_suites(shipped, "shipped", names, whole=False))
 
 
 def backtrace(check: Check, job: Job) -> None:
     """A native backtrace of the first crash, the crashing test rerun alone under cuda-gdb."""
     test = gpu_results.Run.read(check.out / f"test-{job.name}.jsonl").running_at_the_end()
     gdb = check.facts.get("cuda_gdb")
-    seconds = min(120, check.deadline("sanitize") - time.monotonic())
+    later = check.steps[check.steps.index("test") + 1 :]  # its time, which it may take
+    seconds = min(
+        120, (check.deadline(later[0]) if later else check.start + check.budget) - time.monotonic()
+    )
     if not (gdb and test and seconds > 20):
         check.say(
             f"test {job.name}: no native backtrace ({test}, cuda-gdb {gdb}, {seconds:.0f} s left)"
@@ -325,7 +337,11 @@ def plan(check: Check, cores: int = 0) -> list[str]:
             for lane, tool in runs:
                 env = " ".join(w for w in lane.wrapper if "=" in w)
                 shown = f"    {' '.join(tool)}: {' '.join(lane.paths)} {lane.shown()}"
-                extra = [f"{lane.workers} process(es)", f"{took_each[lane.name]:.0f} s of tests"]
+                took = took_each[lane.name]
+                extra = [
+                    f"{lane.workers} process(es)",
+                    f"{took:.0f} s of tests" if took else "not timed",
+                ]
                 extra += [env] if env else []
                 extra += [f"reports allowed in {', '.join(lane.allowed)}"] if lane.allowed else []
                 lines.append(f"{shown} ({'; '.join(extra)})")
@@ -400,7 +416,7 @@ def run_steps(check: Check) -> int:
         check.write_verdict(running=step)
         started = time.monotonic()
         check.status[step] = globals()[f"step_{step}"](check)
-        if check.status[step] != CUT:  # a step cut short would read as a fast one
+        if time.monotonic() < check.deadline(step):  # a step cut short would read as fast
             step_seconds(check, step, time.monotonic() - started)
         check.write_verdict()
     code = check.write_verdict()

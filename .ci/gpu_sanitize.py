@@ -50,10 +50,11 @@ INITCHECK_BLIND = {
 # The probes of those findings (.ci/gpu_initcheck_probe.py), with no kernel of ours: the kernel
 # of torch's their reports must all be in, and how many there were on the GPU and torch each
 # was measured with. Another count there, or a report elsewhere, fails the step: the grounds
-# of INITCHECK_BLIND changed. reduce repeats the grid-stride test's sums (7,680 + 0 + 18).
+# of INITCHECK_BLIND changed. "N?": predicted, not yet measured by the probe (reduce repeats
+# the grid-stride test's sums, which gave 7,680 + 0 + 18), so a count line, not a verdict.
 PROBES = {
     "cublas": ("direct_copy_kernel_cuda", {("NVIDIA H200", "2.11.0+cu130"): 5280}),
-    "reduce": ("reduce_kernel", {("NVIDIA H200", "2.11.0+cu130"): 7698}),
+    "reduce": ("reduce_kernel", {("NVIDIA H200", "2.11.0+cu130"): "7698?"}),
 }
 
 
@@ -202,6 +203,9 @@ def probe_verdict(check: Check, probe: Job, log: Path) -> tuple[str, str]:
     found = f"{errors} reports, all in torch's {kernel}"
     if expected is None:
         return f"{found}; never measured on {gpu} with torch {torch}: add it to PROBES", PASSED
+    if isinstance(expected, str):  # "N?": what the tests gave, the probe never ran there
+        agree = "as" if str(errors) == expected[:-1] else f"not {expected[:-1]} as"
+        return f"{found}, {agree} predicted: record it in PROBES, measured", PASSED
     if errors != expected:
         return (f"FAILED: {found}, not the {expected} measured on {gpu} with torch {torch}: "
                 "look at what INITCHECK_BLIND leaves out again"), FAILED  # fmt: skip

@@ -124,31 +124,39 @@ def window(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
 
 def quiet(seconds: float = 0.5) -> dict[str, Any]:
     """A window in which this process sleeps: what the rest of the machine does (and with
-    a GPU, what else runs on it and its clock)."""
+    a GPU, what else runs on it and its clock; the window then outlasts nvidia-smi's
+    utilization period, up to 1 s, so none of this process's own work is in it)."""
+    gpu = torch.cuda.is_available()
+    if gpu:
+        torch.cuda.synchronize()
     before = sample()
-    time.sleep(seconds)
-    return window(before, sample()) | (gpu_now() if torch.cuda.is_available() else {})
+    time.sleep(max(seconds, 1.2) if gpu else seconds)
+    return window(before, sample()) | (gpu_now() if gpu else {})
 
 
 def gpu_now() -> dict[str, Any]:
-    """nvidia-smi's word on GPU 0: other processes on it, its utilization (this process
-    asleep), its SM clock and the clock's maximum (MHz); {} without nvidia-smi."""
+    """nvidia-smi's word on GPU 0: its utilization (this process asleep), SM clock and the
+    clock's maximum (MHz), and the compute processes on it as it names them ("pid name"; in
+    a container its pids need not be this process's); {} without nvidia-smi."""
 
-    def query(*args: str) -> list[str]:
-        done = subprocess.run(["nvidia-smi", *args, "--format=csv,noheader,nounits", "-i", "0"],
+    def query(what: str) -> list[str]:
+        done = subprocess.run(["nvidia-smi", what, "--format=csv,noheader,nounits", "-i", "0"],
                               capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
         return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
     try:
-        pids = query("--query-compute-apps=pid")
+        processes = query("--query-compute-apps=pid,process_name")
         util, clock, top = query("--query-gpu=utilization.gpu,clocks.sm,clocks.max.sm")[0].split(
             ", "
         )
+        found = {
+            "gpu_util": float(util),
+            "sm_clock_mhz": float(clock),
+            "sm_clock_max_mhz": float(top),
+        }
     except (OSError, subprocess.SubprocessError, IndexError, ValueError):
         return {}
-    others = sum(pid.isdigit() and int(pid) != os.getpid() for pid in pids)
-    return {"gpu_others": others, "gpu_util": float(util), "sm_clock_mhz": float(clock),
-            "sm_clock_max_mhz": float(top)}  # fmt: skip
+    return found | {"gpu_processes": [p.replace(", ", " ", 1) for p in processes]}
 
 
 def tick() -> float:

@@ -365,7 +365,10 @@ def test_a_recorded_busy_run_gets_no_verdict():
         ({"others": 0.45}, "machine: other processes used 45% of the CPUs"),
         ({"steal": 0.2}, "machine: 20% of the CPUs stolen"),
         ({"tick_us": 4000.0}, "machine: timer steps of 4000 us"),
-        ({"gpu_util": 37.0, "gpu_others": 1}, "machine: the GPU 37% busy while the bench slept"),
+        (
+            {"gpu_util": 37.0, "gpu_processes": ["7 a"]},
+            "machine: the GPU 37% busy while the bench slept",
+        ),
     ],
 )
 def test_a_busy_machine_or_a_coarse_timer_leaves_a_goal_inconclusive(window, reason):
@@ -384,15 +387,15 @@ def test_a_busy_machine_or_a_coarse_timer_leaves_a_goal_inconclusive(window, rea
 
 def test_the_gpu_is_asked_what_else_runs_on_it_and_its_clock(monkeypatch):
     """nvidia-smi's answers become the window's GPU fields; no nvidia-smi, none."""
-    answers = {"--query-compute-apps=pid": "4242\n", "--query-gpu=utilization.gpu,clocks.sm,"
-               "clocks.max.sm": "3, 1980, 1980\n"}  # fmt: skip
+    answers = {"--query-compute-apps=pid,process_name": "4242, python3\n",
+               "--query-gpu=utilization.gpu,clocks.sm,clocks.max.sm": "3, 1980, 1980\n"}  # fmt: skip
 
     def fake_run(command, **kwargs):
         return subprocess.CompletedProcess(command, 0, answers[command[1]], "")
 
     monkeypatch.setattr(machine.subprocess, "run", fake_run)
-    assert machine.gpu_now() == {"gpu_others": 1, "gpu_util": 3.0, "sm_clock_mhz": 1980.0,
-                                 "sm_clock_max_mhz": 1980.0}  # fmt: skip
+    assert machine.gpu_now() == {"gpu_processes": ["4242 python3"], "gpu_util": 3.0,
+                                 "sm_clock_mhz": 1980.0, "sm_clock_max_mhz": 1980.0}  # fmt: skip
 
     def missing(command, **kwargs):
         raise FileNotFoundError(command[0])

@@ -269,7 +269,7 @@ def test_a_sanitizer_log_cut_before_its_summary_counts_its_reports(tmp_path):
 
 def test_each_step_ends_by_the_budget_less_what_the_chosen_later_steps_are_left(tmp_path):
     every = _check(tmp_path)
-    assert [every.budget - every.reserve(s) for s in gpu_check.STEPS] == [120, 250, 310, 395, 472]
+    assert [every.budget - every.reserve(s) for s in gpu_check.STEPS] == [90, 220, 310, 395, 472]
     some = _check(tmp_path, steps=["build", "test", "sanitize"])
     some.budget = 300
     assert [some.budget - some.reserve(s) for s in some.steps] == [77, 207, 292]
@@ -315,12 +315,12 @@ def test_the_dry_run_lists_every_cuda_test_file_with_its_expected_time(tmp_path,
     lines = gpu_check.plan(gpu_check.Check(tmp_path, 480, list(gpu_check.STEPS), every), 16)
     text = "\n".join(lines)
     assert "  preflight: expected 12 s" in lines
-    assert "  build: ends by 120 s; expected 60 s, to end at 72 s" in lines
-    assert "  test: ends by 250 s; expected 250 s, to end at 322 s - after its deadline" in lines
-    assert "  shipped: ends by 310 s; not timed: to end at 382 s - after its deadline" in lines
-    assert "  sanitize: ends by 395 s; not timed: to end at 467 s - after its deadline" in lines
+    assert "  build: ends by 90 s; expected 60 s, to end at 72 s" in lines
+    assert "  test: ends by 220 s; expected 250 s, to end at 322 s - after its deadline" in lines
+    assert "  shipped: ends by 310 s; not timed: to end at 412 s - after its deadline" in lines
+    assert "  sanitize: ends by 395 s; not timed: to end at 497 s - after its deadline" in lines
     assert lines[-1] == (
-        "  total: expected 544 s of 480 s (not timed, so their reserves: shipped, sanitize, bench)"
+        "  total: expected 574 s of 480 s (not timed, so their reserves: shipped, sanitize, bench)"
     )
     assert "(2 process(es); 40 s of tests)" in text  # every run the mean, 40 s: 16 x 1/9
     for path in files:  # every file with CUDA tests (those collected here)
@@ -373,14 +373,21 @@ def test_a_run_records_each_steps_and_each_sanitized_tests_seconds(tmp_path, mon
 def test_the_shipped_step_is_not_reached_without_the_release_way_wheels(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu_check, "SHIPPED", tmp_path / "gpu-wheels")
     monkeypatch.setattr(gpu_run, "DURATIONS", tmp_path / "none.json")
+    (tmp_path / "gpu-wheels").mkdir()
+    (tmp_path / "gpu-wheels" / "lltm_cuda-0.1.0-cp310-abi3-linux_x86_64.whl").write_text("")
     check = _check(tmp_path)
+    assert gpu_check.step_shipped(check) == gpu_results.PASSED  # add_ext's tests: not its
+    check.packages = ["add_ext", "lltm_cuda", "warp_perspective"]
     assert gpu_check.step_shipped(check) == gpu_results.CUT
-    assert (tmp_path / "summary.txt").read_text() == (
-        "gpu_check: shipped: NOT REACHED (no wheel of add_ext in gpu-wheels/: "
-        "nox -s gpu_wheels builds them)\n"
-    )
+    assert (tmp_path / "summary.txt").read_text().splitlines() == [
+        "gpu_check: shipped: nothing to run (its packages, lltm_cuda, warp_perspective, are not "
+        "this run's)",
+        "gpu_check: shipped: NOT REACHED (no wheel of warp_perspective in gpu-wheels/: "
+        "nox -s gpu_wheels builds them)",
+    ]
+    (tmp_path / "gpu-wheels" / "lltm_cuda-0.1.0-cp310-abi3-linux_x86_64.whl").unlink()
     plan = gpu_check.plan(check, 16)
-    assert plan[plan.index("  shipped: ends by 310 s; not timed: to end at 190 s") + 1] == (
+    assert plan[plan.index("  shipped: ends by 310 s; not timed: to end at 220 s") + 1] == (
         "    no wheels: nox -s gpu_wheels builds them"
     )
 
@@ -751,3 +758,21 @@ def test_a_probe_fails_where_it_finds_other_than_was_measured(
     assert got == status and words in line, line
     line, got = gpu_sanitize.probe_verdict(check, probe, _log(tmp_path, REDUCE, INLINED, errors=2))
     assert got == ("NOT REACHED" if cut else "FAILED"), line
+
+
+def test_a_predicted_probe_count_is_reported_not_judged(tmp_path, monkeypatch):
+    """ "N?": what the tests gave where the probe never ran; reports elsewhere still fail."""
+    monkeypatch.setitem(
+        gpu_sanitize.PROBES, "reduce", ("reduce_kernel", {("NVIDIA H200", "2.11.0+cu130"): "3?"})
+    )
+    check = gpu_check.Check(tmp_path, 480, ["sanitize"], ["lltm_cuda"], facts={})
+    check.facts = {"gpu": "NVIDIA H200 sm_90", "torch": "2.11.0+cu130 (CUDA 13.0)"}
+    probe = gpu_check.Job("reduce-probe", ["python", "probe.py", "reduce"], tmp_path / "p.log", {})
+    probe.rc, probe.started = 0, True
+    for reports, words in ((3, ", as predicted"), (2, ", not 3 as predicted")):
+        line, got = gpu_sanitize.probe_verdict(
+            check, probe, _log(tmp_path, REDUCE * reports, errors=reports)
+        )
+        assert got == "passed" and words in line, line
+    line, got = gpu_sanitize.probe_verdict(check, probe, _log(tmp_path, REDUCE, INLINED, errors=2))
+    assert got == "FAILED", line

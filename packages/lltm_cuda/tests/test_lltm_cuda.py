@@ -115,10 +115,11 @@ def test_grid_stride_covers_large_and_odd_sizes(shape):
 def test_backward_pointwise_grid_stride_in_every_dtype(shape, dtype):
     """The fused backward kernel at the grid-stride sizes in every dtype: d_gates and
     d_old_cell are the float32 pass rounded by torch, to the bit (float16, bfloat16), or the
-    float64 reference's; d_bias the column sums of d_gates. Every element is read on the GPU
-    by the comparisons, so under initcheck (the GPU check runs this in every dtype) one the
-    kernel left unwritten is reported. Its inputs come from torch's randn: no GEMM wrote
-    them, whose float16 and bfloat16 writes initcheck does not see."""
+    float64 reference's; d_bias the column sums of d_gates. Each output is read whole by an
+    elementwise kernel (isfinite), so under initcheck (the GPU check runs this in every
+    dtype) an element the kernel left unwritten is reported; the references are computed on
+    the CPU. Its inputs come from torch's randn: no GEMM wrote them, whose float16 and
+    bfloat16 writes initcheck does not see."""
     batch, _, state = shape
     g = torch.Generator().manual_seed(batch * 10007 + state)
     widths = (state, state, state, 3 * state)  # grad_h, grad_cell, new_cell, gate_weights
@@ -126,6 +127,8 @@ def test_backward_pointwise_grid_stride_in_every_dtype(shape, dtype):
         torch.randn(batch, w, dtype=torch.float64, generator=g).to("cuda", dtype) for w in widths
     ]
     d_gates, d_bias, d_old_cell = torch.ops.lltm_cuda._backward_pointwise(*args)
+    for name, out in (("d_gates", d_gates), ("d_old_cell", d_old_cell)):
+        assert torch.isfinite(out).cpu().all(), name
     if dtype in (torch.float16, torch.bfloat16):
         wanted = in_float32_rounded(torch.ops.lltm_cuda._backward_pointwise)(*args)
         for name, ours, exact in (
@@ -134,10 +137,10 @@ def test_backward_pointwise_grid_stride_in_every_dtype(shape, dtype):
         ):
             assert torch.equal(ours.view(torch.int16), exact.view(torch.int16)), name
     else:
-        reference = lltm_backward_pointwise(*args)
+        reference = lltm_backward_pointwise(*(a.cpu() for a in args))
         assert_close_scaled(d_gates, reference[0], dtype, "d_gates")
         assert_close_scaled(d_old_cell, reference[2], dtype, "d_old_cell")
-    assert_close_scaled(d_bias, d_gates.double().sum(0), dtype, "d_bias")
+    assert_close_scaled(d_bias, d_gates.cpu().double().sum(0), dtype, "d_bias")
 
 
 def _reference(cell, x, h, c):

@@ -32,9 +32,9 @@ WORKFLOWS = {
 JOBS = {
     f"{file}:{name}": job for file, flow in WORKFLOWS.items() for name, job in flow["jobs"].items()
 }
-# What the workflow adds to .ci/run's sessions: the release wheels, built once per torch,
-# and those wheels under every CPython.
-WORKFLOW_ONLY = {"release", "cpython"}
+# What the workflows add to .ci/run's sessions: the release wheels, built once per torch,
+# those wheels under every CPython, and the GPU check's shipped wheels (gpu.yml).
+WORKFLOW_ONLY = {"release", "cpython", "gpu_wheels"}
 NOX = re.compile(r"python3 -m nox (?:--no-dependencies )?-s (\S+(?: (?!--)\S+)*)")
 IMAGE = re.compile(r"python:3\.11-bookworm@sha256:[0-9a-f]{64}")  # .ci/run's CPython, by digest
 TAG = "startsWith(github.ref, 'refs/tags/v')"
@@ -473,9 +473,20 @@ def test_the_gpu_job_runs_only_a_reviewed_commit_on_an_ephemeral_runner(tmp_path
     flow = WORKFLOWS["gpu.yml"]
     assert list(flow[True]) == ["workflow_dispatch"]  # never a push or a pull request
     assert flow[True]["workflow_dispatch"]["inputs"]["sha"]["required"] is True
-    (job,) = flow["jobs"].values()
+    wheels, job = flow["jobs"]["wheels"], flow["jobs"]["gpu-check"]
     assert job["runs-on"] == ["self-hosted", "gpu", "ephemeral"] and "if" not in job
-    (check_sha, checkout, same) = job["steps"][:3]
+    (check_sha, checkout, same, download) = job["steps"][:4]
+    # The shipped step's wheels: built on a hosted runner from the same commit, the GPU
+    # runner's torch named, and put where .ci/gpu_check.py looks (SHIPPED).
+    assert job["needs"] == "wheels" and wheels["runs-on"] == "ubuntu-24.04"
+    assert wheels["steps"][0] == check_sha and wheels["steps"][1] == checkout
+    (build,) = steps("gpu.yml:wheels", run="python3 -m nox -s gpu_wheels")
+    assert build["run"].endswith('-- ${GPU_TORCH:+"$GPU_TORCH"}')  # unset: the session's torch
+    assert expression(build["env"]["GPU_TORCH"]) == "vars.GPU_TORCH"
+    (upload_wheels,) = steps("gpu.yml:wheels", uses="actions/upload-artifact@")
+    assert upload_wheels["with"]["name"] == download["with"]["name"] == "gpu-wheels"
+    assert upload_wheels["with"]["path"] == download["with"]["path"] == "gpu-wheels/"
+    assert 'SHIPPED = ROOT / "gpu-wheels"' in (ROOT / ".ci" / "gpu_check.py").read_text()
     assert checkout["with"]["ref"] == "${{ inputs.sha }}"
     assert check_sha["env"]["SHA"] == same["env"]["SHA"] == "${{ inputs.sha }}"
     assert same["run"] == 'test "$(git rev-parse HEAD)" = "$SHA"'

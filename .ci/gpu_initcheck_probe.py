@@ -40,4 +40,6 @@ def reduce() -> None:
 
 
 if __name__ == "__main__":
-    {"cublas": cublas, "reduce": reduce}[sys.argv[1] if len(sys.argv) > 1 else "cublas"]()
+    # cublas_no_lt: cublas, run with gpu_sanitize.NO_LT in its environment.
+    parts = {"cublas": cublas, "cublas_no_lt": cublas, "reduce": reduce}
+    parts[sys.argv[1] if len(sys.argv) > 1 else "cublas"]()

@@ -643,13 +643,18 @@ def test_initcheck_leaves_out_what_it_cannot_judge_and_probes_why(tmp_path):
     assert apart.allowed == ("reduce_kernel",) and initcheck.allowed == memcheck.allowed == ()
     assert memcheck.wrapper == apart.wrapper == []
     check.facts = {"sanitizer": "compute-sanitizer", "bulk_copy": True, "print_limit": True}
-    probes = {job.name: job.command for job in gpu_sanitize.initcheck_probes(check)}
-    assert sorted(probes) == ["cublas-probe", "cublas-probe-bulk-copy", "reduce-probe"]
+    jobs = {job.name: job for job in gpu_sanitize.initcheck_probes(check)}
+    assert sorted(jobs) == [
+        "cublas-probe", "cublas-probe-bulk-copy", "cublas_no_lt-probe", "reduce-probe",
+    ]  # fmt: skip
     script = (ROOT / ".ci" / "gpu_initcheck_probe.py").read_text()
-    for command in probes.values():
-        assert f"def {command[-1]}() -> None:" in script
-        assert command[command.index("--print-limit") + 1] == str(gpu_sanitize.PRINT_LIMIT)
-        assert command[-1] in gpu_sanitize.PROBES
+    for job in jobs.values():
+        part = job.command[-1]
+        assert f'"{part}": ' in script.split("parts = ")[1]
+        assert job.command[job.command.index("--print-limit") + 1] == str(gpu_sanitize.PRINT_LIMIT)
+        assert part in gpu_sanitize.PROBES
+        no_lt = {k: job.env.get(k) for k in gpu_sanitize.NO_LT}
+        assert (no_lt == gpu_sanitize.NO_LT) == (part == "cublas_no_lt"), (part, no_lt)
 
 
 def test_the_grid_stride_tests_run_apart_under_initcheck_in_every_dtype():

@@ -40,7 +40,7 @@ from gpu_run import (
     run_jobs,
     share_cores,
     step_seconds,
-)  # fmt: skip
+)
 from gpu_sanitize import sanitizer_runs, sanitizer_seconds, step_sanitize  # noqa: F401 (by name)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def step_build(check: Check) -> str:
         elif job.rc != 0:
             bad.append(f"{job.name} ({gpu_results.describe_exit(job.rc)}, build-{job.name}.log)")
         else:
-            problem, note = installed_right(check, job.name)
+            problem, note, _ = installed_right(check, job.name)
             (bad if problem else notes).append(problem or note)
         check.note(f"link line of {job.name}: {link_line(job.log)}\n")
     times = ", ".join(f"{j.name} {j.seconds:.0f} s" for j in jobs)
@@ -96,9 +96,9 @@ IMPORT_PROBE = (
 )
 
 
-def installed_right(check: Check, package: str, log: str = "") -> tuple[str | None, str]:
-    """(problem, note): the package imports in a fresh process, with its CUDA kernels where
-    it has CUDA sources, and every library of it loads the shared libstdc++."""
+def installed_right(check: Check, package: str, log: str = "") -> tuple[str | None, str, dict]:
+    """(problem, note, its BUILD_INFO): the package imports in a fresh process, with its CUDA
+    kernels where it has CUDA sources, and every library of it loads the shared libstdc++."""
     probe = capture(
         check.python, "-X", "faulthandler", "-c", IMPORT_PROBE.format(package), env=check.env
     )
@@ -106,22 +106,30 @@ def installed_right(check: Check, package: str, log: str = "") -> tuple[str | No
     append(check.out / log, f"\n== import check of {package}\n{probe.stdout}{probe.stderr}")
     if probe.returncode < 0 or probe.returncode > 128:
         exit_text = gpu_results.describe_exit(probe.returncode)
-        return f"{package} crashed at import ({exit_text}; {log})", ""
+        return f"{package} crashed at import ({exit_text}; {log})", "", {}
     if probe.returncode != 0:
-        return f"{package} does not import: {(probe.stderr.strip().splitlines() or ['?'])[-1]}", ""
+        return (
+            f"{package} does not import: {(probe.stderr.strip().splitlines() or ['?'])[-1]}",
+            "",
+            {},
+        )
     found = json.loads(probe.stdout.splitlines()[-1])
     info = found["info"]
     if is_cuda_package(package) and not check.simulate and not info.get("cuda"):
-        return f"{package} was built without its CUDA kernels ({log})", ""
+        return f"{package} was built without its CUDA kernels ({log})", "", info
     libraries = sorted(Path(found["file"]).parent.rglob("*.so"))
     own = json.loads(capture(check.python, "-c", OWN_LIBSTDCXX, *map(str, libraries)).stdout)
     own = [Path(lib).name for lib in own]
     if own:
-        return f"{package}: {', '.join(own)} carry a libstdc++ of their own, not torch's", ""
-    return None, (
-        f"{package}: {info.get('compiler')}; nvcc {info.get('cuda')}; arch "
-        f"{info.get('arch_list')}; {len(libraries)} libraries, each on the shared libstdc++; "
-        f"from {info.get('git_commit') or '?'}{' (changed)' if info.get('git_dirty') else ''}"
+        return f"{package}: {', '.join(own)} carry a libstdc++ of their own, not torch's", "", info
+    return (
+        None,
+        (
+            f"{package}: {info.get('compiler')}; nvcc {info.get('cuda')}; arch "
+            f"{info.get('arch_list')}; {len(libraries)} libraries, each on the shared libstdc++; "
+            f"from {info.get('git_commit') or '?'}{' (changed)' if info.get('git_dirty') else ''}"
+        ),
+        info,
     )
 
 
@@ -236,8 +244,8 @@ def step_shipped(check: Check) -> str:
         check.say("shipped: FAILED: the wheels do not install (shipped-install.log)")
         return FAILED
     for name in names:
-        problem, note = installed_right(shipped, name, "shipped-install.log")
-        archs = (re.findall(r"arch (\S+);", note) or [""])[0].split(";")
+        problem, note, info = installed_right(shipped, name, "shipped-install.log")
+        archs = (info.get("arch_list") or "").split(";")
         if problem or len(archs) < 2 or not archs[-1].endswith("+PTX"):
             check.say(f"shipped: FAILED: {problem or note} (not a release's many archs and PTX)")
             return FAILED

@@ -1,5 +1,5 @@
 """What compute-sanitizer's initcheck flags in torch's own kernels, with no kernel of ours: the
-grounds of gpu_check.py's INITCHECK_BLIND, whose PROBES holds what each part found where it
+grounds of gpu_sanitize.py's INITCHECK_BLIND, whose PROBES holds what each part found where it
 was measured (docs/gpu-check.md). ``cublas``: addmm at lltm_cuda's shapes, its result read by
 a torch kernel (flagged: initcheck does not see cuBLAS's float16 and bfloat16 writes);
 ``reduce``: the sums lltm_cuda's grid-stride test makes on the GPU, at its three sizes

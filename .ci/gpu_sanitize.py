@@ -26,17 +26,13 @@ from gpu_run import (
     run_jobs,
     share_cores,
     shares_memory,
-)  # fmt: skip
+)
 
 # CUDA-graph captures need the caching allocator, which the sanitizer runs turn off.
 GRAPH_CAPTURE = "graph_capture"
-
-
 # Not sanitized: checks that re-run, through torch's machinery, samples the other tests drive
 # through our kernels, each many times slower under the tool; the test step runs them.
 NOT_SANITIZED = ("gradcheck", "opcheck", "threads", "compile", "export", "aoti", "torchscript")
-
-
 # What initcheck cannot judge in a package's tests (docs/gpu-check.md; memcheck runs them all).
 # "dtypes": left out, for the forward kernel reads cuBLAS's outputs, whose float16 and bfloat16
 # writes initcheck does not see. "apart": tests run under initcheck on their own, in every
@@ -45,8 +41,6 @@ NOT_SANITIZED = ("gradcheck", "opcheck", "threads", "compile", "export", "aoti",
 INITCHECK_BLIND = {
     "lltm_cuda": {"dtypes": ("float16", "bfloat16"), "apart": ("grid_stride", ("reduce_kernel",))},
 }
-
-
 # The probes of those findings (.ci/gpu_initcheck_probe.py), with no kernel of ours: the kernel
 # of torch's their reports must all be in, and how many there were on the GPU and torch each
 # was measured with. Another count there, or a report elsewhere, fails the step: the grounds
@@ -61,8 +55,6 @@ PROBES = {
     "cublas_no_lt": ("", {}),
 }
 NO_LT = {"DISABLE_ADDMM_CUDA_LT": "1", "TORCH_BLAS_PREFER_CUBLASLT": "0"}
-
-
 # Reports a sanitizer prints (its default, 100, named one kernel of 13,458 reports): enough to
 # count every report by kernel, which a run whose reports may be in torch's kernels needs.
 PRINT_LIMIT = 200_000
@@ -88,7 +80,7 @@ def sanitizer_runs(check: Check, cores: int = 0) -> list[tuple[Lane, list[str]]]
             dtypes, (apart, allowed) = blind.get("dtypes", ()), blind.get("apart", ("", ()))
             left_out = (GRAPH_CAPTURE, LARGE, *NOT_SANITIZED)
             keyword = " and ".join(f"not {k}" for k in (*left_out, *dtypes, *filter(None, [apart])))
-            lane = Lane(f"{name}-{tool[0]}", files, "cuda and not slow", keyword, workers=3)
+            lane = Lane(f"{name}-{tool[0]}", files, "cuda and not slow", keyword)
             if dtypes:
                 lane.wrapper = ["env", f"SHARED_BUILD_BATTERY_SKIP_DTYPES={','.join(dtypes)}"]
             runs.append((lane, tool))

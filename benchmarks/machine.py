@@ -146,17 +146,12 @@ def gpu_now() -> dict[str, Any]:
 
     try:
         processes = query("--query-compute-apps=pid,process_name")
-        util, clock, top = query("--query-gpu=utilization.gpu,clocks.sm,clocks.max.sm")[0].split(
-            ", "
-        )
-        found = {
-            "gpu_util": float(util),
-            "sm_clock_mhz": float(clock),
-            "sm_clock_max_mhz": float(top),
-        }
-    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        (row,) = query("--query-gpu=utilization.gpu,clocks.sm,clocks.max.sm")
+        util, clock, top = map(float, row.split(", "))
+    except (OSError, subprocess.SubprocessError, ValueError):
         return {}
-    return found | {"gpu_processes": [p.replace(", ", " ", 1) for p in processes]}
+    return {"gpu_util": util, "sm_clock_mhz": clock, "sm_clock_max_mhz": top,
+            "gpu_processes": [p.replace(", ", " ", 1) for p in processes]}  # fmt: skip
 
 
 def tick() -> float:

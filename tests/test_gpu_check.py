@@ -586,7 +586,7 @@ def test_an_import_crash_is_reported_as_a_crash(tmp_path, monkeypatch, init, wor
     monkeypatch.setattr(gpu_check, "is_cuda_package", lambda package: True)
     check = gpu_check.Check(tmp_path, 480, ["build"], ["crashy"], venv=tmp_path / "venv")
     check.env["PYTHONPATH"] = str(tmp_path / "site")
-    problem, _ = gpu_check.installed_right(check, "crashy")
+    problem, _, _ = gpu_check.installed_right(check, "crashy")
     assert problem is not None and problem.startswith(words)
 
 

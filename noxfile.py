@@ -31,8 +31,10 @@ MATRIX = tuple(
     if line.split("#")[0].strip()
 )
 TORCH = re.findall(r"[^\s,]+", os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)))
-# The release's stable-ABI wheels load under the oldest torch of the matrix and every newer one.
-STABLE_TARGET = ".".join(MATRIX[0].split(".")[:2])
+# The stable-ABI wheels load under the oldest torch of the matrix (of the run, when it names an
+# older one: TORCH_VERSIONS=2.11.0) and every newer one.
+STABLE_TARGET = min((".".join(v.split(".")[:2]) for v in (MATRIX[0], *TORCH)),
+                    key=lambda v: tuple(map(int, v.split("."))))
 # universalmutator is pinned: its rules make tools/mutants.py's sample (tests/test_mutants.py).
 TEST_TOOLS = ["pip", "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist",
               "hypothesis", "numpy", "pyyaml", "nox",
@@ -275,7 +277,7 @@ def _clear_junit(session: nox.Session) -> None:
 
 @nox.session(default=False, allow_parallel=True)
 def stable(session: nox.Session) -> None:
-    """Each stable-ABI package's one wheel, built once for the oldest torch of the matrix.
+    """Each stable-ABI package's one wheel, built once for STABLE_TARGET (the oldest torch).
 
     Under the oldest CUDA torch of the matrix (a CUDA library needs one), into
     .nox/wheelhouse/stable/, and the release variant (RELEASE_KNOBS) into stable-release/."""

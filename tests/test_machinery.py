@@ -38,9 +38,9 @@ def test_ci_runs_tests_under_every_torch_of_the_matrix_and_sanitize() -> None:
     assert "python3 tools/ci_summary.py .nox/report.json" in code
 
 
-def test_the_matrix_is_one_file_that_everything_reads(tmp_path) -> None:
+def test_the_matrix_is_one_file_that_everything_reads(tmp_path, monkeypatch) -> None:
     """Changing requirements/torch-matrix.txt alone changes the sessions and the stable-ABI
-    target; no build file names the oldest torch."""
+    target (older when a run names an older torch); no build file names the oldest torch."""
     (tmp_path / "requirements").mkdir()
     shutil.copy(ROOT / "noxfile.py", tmp_path)
     (tmp_path / "requirements" / "torch-matrix.txt").write_text(
@@ -49,6 +49,9 @@ def test_the_matrix_is_one_file_that_everything_reads(tmp_path) -> None:
     sessions = [s["session"] for s in nox_list(tmp_path / "noxfile.py", "-s", "tests")]
     assert sessions == ["stable", "tests(torch='9.1.0')", "tests(torch='9.2.3')"]
     assert runpy.run_path(str(tmp_path / "noxfile.py"))["STABLE_TARGET"] == "9.1"
+    for run, target in (("9.2.3", "9.1"), ("9.1.0,9.10.1", "9.1"), ("9.0.5,9.2.3", "9.0")):
+        monkeypatch.setenv("TORCH_VERSIONS", run)
+        assert runpy.run_path(str(tmp_path / "noxfile.py"))["STABLE_TARGET"] == target, run
     oldest = matrix()[0]
     builds = [*ROOT.glob("packages/*/pyproject.toml"), *ROOT.glob("packages/*/setup.py"),
               *(ROOT / "shared_build" / "src").rglob("*.py"), *(ROOT / "shared_build" / "src").rglob("*.tmpl")]  # fmt: skip

@@ -33,8 +33,10 @@ MATRIX = tuple(
 TORCH = re.findall(r"[^\s,]+", os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)))
 # The stable-ABI wheels load under the oldest torch of the matrix (of the run, when it names an
 # older one: TORCH_VERSIONS=2.11.0) and every newer one.
-STABLE_TARGET = min((".".join(v.split(".")[:2]) for v in (MATRIX[0], *TORCH)),
-                    key=lambda v: tuple(map(int, v.split("."))))
+STABLE_TARGET = min(
+    (".".join(v.split(".")[:2]) for v in (MATRIX[0], *TORCH)),
+    key=lambda v: tuple(map(int, v.split("."))),
+)
 # universalmutator is pinned: its rules make tools/mutants.py's sample (tests/test_mutants.py).
 TEST_TOOLS = ["pip", "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist",
               "hypothesis", "numpy", "pyyaml", "nox",

@@ -344,7 +344,8 @@ def dev(session: nox.Session) -> None:
 
 @nox.session(allow_parallel=True, tags=["ci"])
 def sanitize(session: nox.Session) -> None:
-    """Every package built with ASan and UBSan; every suite but the slow tests, on every CPU path."""
+    """Every package with CPU code built with ASan and UBSan; its suite but the slow tests, on
+    every CPU path."""
     _clear_junit(session)
     torch_env(session, MATRIX[0])
     sanitized = {"SANITIZE": "address,undefined"}

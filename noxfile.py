@@ -122,7 +122,7 @@ def torch_env(session: nox.Session, torch: str, *extras: str) -> str | None:
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
     stamp = Path(session.virtualenv.location) / "shared_build.sha256"
     if not stamp.exists() or stamp.read_text() != digest:
-        session.install("--no-deps", "--force-reinstall", str(ROOT / "shared_build"))
+        install_built(session, [ROOT / "shared_build"])
         stamp.write_text(digest)
     cuda = python(session, "import torch; print(torch.version.cuda)")
     if cuda == "None":
@@ -144,9 +144,13 @@ def build_wheel(session: nox.Session, package: Package, out: Path, **env: str) -
     return wheel
 
 
-def install_wheels(session: nox.Session, wheels: list[Path]) -> None:
-    if wheels:
-        session.install("--no-deps", "--force-reinstall", *map(str, wheels))
+def install_built(session: nox.Session, built: list[Path]) -> None:
+    """What this checkout built, installed over any older copy. Not session.install, which
+    nox -R (--no-install) skips: the tests would then run the previous build."""
+    if built:
+        installer = ["uv", "pip"] if shutil.which("uv") else ["python", "-m", "pip"]
+        session.run(*installer, "install", "-q", "--python", str(Path(session.bin) / "python"),
+                    "--no-deps", "--force-reinstall", *map(str, built), external=True)  # fmt: skip
 
 
 def stable_wheels(release: bool = False) -> dict[str, Path]:
@@ -194,7 +198,7 @@ def prepared(session: nox.Session, torch: str) -> tuple[dict[str, Path], dict[st
             wheels[package.name] = prebuilt_wheel(session, ROOT / prebuilt, package.name, torch)
         else:
             wheels[package.name] = build_wheel(session, package, out)
-    install_wheels(session, list(wheels.values()))
+    install_built(session, list(wheels.values()))
     taken = f" (full-ABI wheels from {prebuilt})" if prebuilt else ""
     session.log(f"torch {torch}: installed {', '.join(wheels)}{taken}; skipped {skipped or 'none'}")
     return wheels, skipped
@@ -337,7 +341,7 @@ def dev(session: nox.Session) -> None:
         session.error(f"name a package first: nox -s dev -- {{{','.join(by_name)}}} [pytest args]")
     package = by_name[args.pop(0)]
     torch_env(session, torch)
-    install_wheels(session, [build_wheel(session, package, NOX / "wheelhouse" / "dev")])
+    install_built(session, [build_wheel(session, package, NOX / "wheelhouse" / "dev")])
     pytest(session, "-q", str(package.root / "tests"), *args,
            env={"REPO_ONCE_TORCH": "none"}, xdist=False)  # fmt: skip
 
@@ -351,7 +355,7 @@ def sanitize(session: nox.Session) -> None:
     sanitized = {"SANITIZE": "address,undefined"}
     out = NOX / "wheelhouse" / "sanitize"
     wheels = [build_wheel(session, p, out, **sanitized) for p in packages() if p.cuda != "required"]
-    install_wheels(session, wheels)
+    install_built(session, wheels)
     # libasan first, then libstdc++ (Python does not link it: without it ASan cannot
     # intercept a C++ throw and aborts at the first TORCH_CHECK). Reports also go to logs/:
     # pytest's capture swallows what a process writes just before it aborts.
@@ -404,7 +408,7 @@ def bench(session: nox.Session) -> None:
                    for p in packages() if not cuda and p.cuda == "required"}  # fmt: skip
         built = [build_wheel(session, p, NOX / "wheelhouse" / "bench", SHARED_BUILD_STABLE_TARGET="")
                  for p in packages() if p.name not in skipped]  # fmt: skip
-        install_wheels(session, built)
+        install_built(session, built)
         raws.append(out / "raw" / f"torch-{torch}.json")
         raws[-1].parent.mkdir(parents=True, exist_ok=True)
         session.run("python", "-m", "benchmarks.run", "--output", str(raws[-1]),
@@ -462,7 +466,7 @@ def abi(session: nox.Session) -> None:
     stable = stable_wheels()
     for torch in TORCH:
         torch_env(session, torch)
-        install_wheels(session, list(stable.values()))
+        install_built(session, list(stable.values()))
         tests = [str(ROOT / "packages" / name / "tests") for name in stable]
         session.run("pytest", "-q", *tests, *session.posargs)
 

@@ -227,7 +227,7 @@ def test_prepared_takes_the_prebuilt_wheels_of_its_torch_or_says_why_not(tmp_pat
     for name, value in {
         "torch_env": lambda session, torch, *extras: None,  # a CPU-only torch
         "stable_wheels": lambda: stable,
-        "install_wheels": lambda session, wheels: None,
+        "install_built": lambda session, built: None,
         "build_wheel": lambda session, package, out: built.append(package.name) or out,
     }.items():
         monkeypatch.setitem(prepared.__globals__, name, value)

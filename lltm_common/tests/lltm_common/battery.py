@@ -476,12 +476,7 @@ def _bad_backward(package: str, pointwise: bool) -> Callable[[], list[Bad]]:
 # What the malformed calls show that is not fixed here, with why (the fuzzer's label regex ->
 # the message regex accepted there); anything else fails. (The dispatcher's refusal of a
 # sparse tensor is a gap of every op: the battery accepts it itself.)
-FUZZ_GAPS = {
-    # The autograd kernel reads the device of its first argument before the checks run, so
-    # None there raises "tensor does not have a device"; the LLTM packages are being
-    # restructured on another branch, the fix belongs there.
-    r"^(input|grad_h):none$": "tensor does not have a device",
-}
+FUZZ_GAPS: dict[str, str] = {}
 
 
 def _only(declared: OpTest, checks: set[str], **changes: Any) -> OpTest:

@@ -20,9 +20,11 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+from .battery import backward_args
 from .reference import (
     BACKWARD_OUTPUT_NAMES,
     FORWARD_OUTPUT_NAMES,
+    INPUT_NAMES,
     assert_close_scaled,
     lltm_backward,
     lltm_forward,
@@ -187,6 +189,24 @@ def test_double_backward_raises(impl):
     (d_weights,) = torch.autograd.grad(new_h.sum(), inputs[1], create_graph=True)
     with pytest.raises(RuntimeError, match="differentiable once: double backward"):
         d_weights.sum().backward()
+
+
+@pytest.mark.parametrize("op", ["forward", "backward"])
+def test_none_is_named_also_beside_inputs_that_need_gradients(impl, op):
+    """None for any tensor argument raises the sentence naming it, whether or not the other
+    arguments need gradients (the autograd kernel reads no device or flag of it first)."""
+    for needs_grad in (False, True):
+        if op == "forward":
+            args = dict(zip(INPUT_NAMES, impl.inputs(3, 4, 5, dtype=torch.float64), strict=True))
+        else:
+            args = backward_args(impl.device, torch.float64)
+        for name in args:
+            called = {n: t.clone().requires_grad_(needs_grad) for n, t in args.items()}
+            called[name] = None
+            with pytest.raises(
+                RuntimeError, match=rf"^{impl.name}\.{op}: {name} is an undefined tensor$"
+            ):
+                getattr(impl.package, op)(*called.values())
 
 
 def test_autocast_leaves_the_ops_in_their_inputs_dtype(impl):

@@ -6,6 +6,8 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
+#include <string>
+
 namespace add_ext {
 
 void check_add_inputs(const at::Tensor& x, const at::Tensor& y) {
@@ -33,6 +35,17 @@ void check_add_inputs(const at::Tensor& x, const at::Tensor& y) {
       "add_ext.add: dtype must be float16, bfloat16, float32 or float64, "
       "got ",
       dtype);
+  // Before the shapes: a nested tensor has none (and its layout may be
+  // strided).
+  const auto layout = [](const at::Tensor& t) {
+    return t.is_nested() ? std::string("nested") : c10::str(t.layout());
+  };
+  TORCH_CHECK(x.layout() == at::kStrided && y.layout() == at::kStrided &&
+                  !x.is_nested() && !y.is_nested(),
+              "add_ext.add: x and y must be dense (strided) tensors, got x ",
+              layout(x),
+              " and y ",
+              layout(y));
   TORCH_CHECK(
       x.sym_sizes() == y.sym_sizes(),
       "add_ext.add: x and y must have the same shape (no broadcasting), "
@@ -40,11 +53,6 @@ void check_add_inputs(const at::Tensor& x, const at::Tensor& y) {
       x.sym_sizes(),
       " and y ",
       y.sym_sizes());
-  TORCH_CHECK(x.layout() == at::kStrided && y.layout() == at::kStrided,
-              "add_ext.add: x and y must be dense (strided) tensors, got x ",
-              x.layout(),
-              " and y ",
-              y.layout());
 }
 
 namespace {

@@ -101,6 +101,10 @@ def bad() -> list[Bad]:
             (torch.randn(3, 3).to_sparse(),) * 2,
             r"must be dense \(strided\) tensors, got x Sparse and y Sparse",
         ),
+        Bad(
+            (torch.nested.nested_tensor([torch.randn(2), torch.randn(3)]),) * 2,
+            r"must be dense \(strided\) tensors, got x nested and y nested",
+        ),
     ]
 
 

@@ -392,6 +392,16 @@ BAD_LAYOUTS = {
         lambda: (f64(4, 4).to_sparse(), f64(5, 3), f64(3, 2)),
         r"adj has 4 columns but x has 5 rows",
     ),
+    **{
+        f"{layout}-{name}": (
+            lambda layout=layout, dtype=dtype: tuple(
+                t.to(dtype) for t in (as_layout(f64(4, 4), layout), f64(4, 3), f64(3, 2))
+            ),
+            f"a sparse adj on the CPU must be float32 or float64, got {name}",
+        )
+        for layout in ("coo", "csr")
+        for dtype, name in ((torch.float16, "Half"), (torch.bfloat16, "BFloat16"))
+    },
 }
 
 

@@ -117,7 +117,8 @@ def _inv_sqrt_degree(degree: torch.Tensor) -> torch.Tensor:
 # checks did before they moved here. Every eager call runs an op's check, so each step is
 # a plain `if` that formats its message only when it fails.
 
-_FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_HALF = (torch.float16, torch.bfloat16)
+_FLOATING = (*_HALF, torch.float32, torch.float64)
 _dtype = _layout = c10_name
 
 
@@ -142,6 +143,9 @@ def _check_adjacency(op: str, adj: torch.Tensor) -> None:
         _fail(
             f"{op}: adj must be a dense (strided), sparse COO or sparse CSR tensor, got layout {_layout(layout)}"
         )
+    if layout != torch.strided and adj.device.type == "cpu" and adj.dtype in _HALF:
+        # torch's CPU sparse product (MKL's CSR; a COO adj is multiplied as CSR) has none.
+        _fail(f"{op}: a sparse adj on the CPU must be float32 or float64, got {_dtype(adj.dtype)}")
     _check_dim(op, "adj", adj, 2, "(N, N)")
     if layout == torch.sparse_coo and adj.sparse_dim() != 2:
         _fail(

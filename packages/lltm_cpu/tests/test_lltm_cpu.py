@@ -4,6 +4,7 @@ autograd), plus what only the CPU kernels have."""
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 import subprocess
@@ -78,6 +79,18 @@ def test_backward_flushes_a_result_below_the_normal_range():
     )
     assert _denormal_survives()
     assert torch.equal(d_old_cell, zeros)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="FTZ/DAZ are set on x86-64 only")
+@pytest.mark.parametrize("dtype, tiny", [(torch.float32, 1e-40), (torch.float64, 1e-310)])
+def test_forward_reads_a_denormal_input_as_zero(dtype, tiny):
+    """DAZ, in float64 too: with the gates at zero, new_cell = old_cell + elu(0) *
+    sigmoid(0) = old_cell, and a denormal old_cell is read as 0."""
+    zeros = functools.partial(torch.zeros, dtype=dtype)
+    old_cell = torch.full((2, 8), tiny, dtype=dtype)
+    new_cell = lltm_cpu.forward(zeros(2, 8), zeros(24, 16), zeros(24), zeros(2, 8), old_cell)[1]
+    assert torch.equal(new_cell, zeros(2, 8))
+    assert torch.equal(old_cell + 0, old_cell)  # outside the pass, the denormal stays
 
 
 @pytest.mark.parametrize("op", ["forward", "backward", "_backward_pointwise"])

@@ -285,10 +285,13 @@ def _clear_junit(session: nox.Session) -> None:
 def stable(session: nox.Session) -> None:
     """Each stable-ABI package's one wheel, built once for STABLE_TARGET (the oldest torch).
 
-    Under the oldest CUDA torch of the matrix (a CUDA library needs one), into
+    Under the oldest CUDA torch of the matrix and the run (a CUDA library needs one), into
     .nox/wheelhouse/stable/, and the release variant (RELEASE_KNOBS) into stable-release/."""
-    found = Path(session.virtualenv.location) / "builder-torch"
-    for builder in [found.read_text()] if found.exists() else MATRIX:
+    # Headers of the target's torch where the run has it (TORCH_VERSIONS=2.11.0): a newer
+    # torch's headers, built for an older target, call dlsym@GLIBC_2.34 (no manylinux_2_28).
+    found = Path(session.virtualenv.location) / f"builder-torch-{STABLE_TARGET}"
+    versions = sorted({*MATRIX, *TORCH}, key=lambda v: tuple(map(int, v.split("."))))
+    for builder in [found.read_text()] if found.exists() else versions:
         if torch_env(session, builder) is not None:
             break
     found.write_text(builder)

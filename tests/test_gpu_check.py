@@ -512,7 +512,8 @@ MINI = {
     'static PyMethodDef methods[] = {{"text", text, METH_O, nullptr}, {nullptr, nullptr, 0, nullptr}};\n'
     'static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, methods};\n'
     "PyMODINIT_FUNC PyInit__C() { return PyModule_Create(&module); }\n",
-    "src/mini/__init__.py": "from ._build_info import BUILD_INFO\nfrom ._C import text\n",
+    # torch first, as every package: under torch 2.11 the library keeps libtorch as needed.
+    "src/mini/__init__.py": "import torch\nfrom ._build_info import BUILD_INFO\nfrom ._C import text\n",
 }
 
 

@@ -66,8 +66,12 @@ def cat_addmm():
 
 
 def backward_engine():  # our node's backward through autograd.grad
-    torch.autograd.grad(list(kept[:2]) if isinstance(kept, tuple) else kept, params,
-                        [grad_h, grad_c], retain_graph=True)
+    torch.autograd.grad(
+        list(kept[:2]) if isinstance(kept, tuple) else kept,
+        params,
+        [grad_h, grad_c],
+        retain_graph=True,
+    )
 
 
 def backward_parts():  # what that backward runs: the pointwise op and two GEMMs
@@ -103,8 +107,9 @@ struct Outputs : torch::autograd::Function<Outputs<N>> {
 variable_list two(at::Tensor a, at::Tensor b) { return Outputs<2>::apply(a, b); }
 variable_list seven(at::Tensor a, at::Tensor b) { return Outputs<7>::apply(a, b); }
 """
-empty = load_inline("lltm_parts_outputs", cpp_sources=SOURCE, functions=["two", "seven"],
-                    extra_cflags=["-O2"])  # load_inline adds no -O: unoptimized, apply costs 2.7x
+empty = load_inline(
+    "lltm_parts_outputs", cpp_sources=SOURCE, functions=["two", "seven"], extra_cflags=["-O2"]
+)  # load_inline adds no -O: unoptimized, apply costs 2.7x
 
 
 def outputs(n):
@@ -118,10 +123,24 @@ def outputs(n):
     return call
 
 
-ROWS = [step, floor_and_grad, fresh_floor, autograd_alone, forward_recorded, forward_op,
-        cat_addmm, backward_engine, backward_parts, backward_pointwise, outputs(2), outputs(7)]
-print(f"torch {torch.__version__}, one thread, load {os.getloadavg()[0]:.2f}; "
-      "median us of blocked_autorange(0.5 s), three rounds, rows interleaved")
+ROWS = [
+    step,
+    floor_and_grad,
+    fresh_floor,
+    autograd_alone,
+    forward_recorded,
+    forward_op,
+    cat_addmm,
+    backward_engine,
+    backward_parts,
+    backward_pointwise,
+    outputs(2),
+    outputs(7),
+]
+print(
+    f"torch {torch.__version__}, one thread, load {os.getloadavg()[0]:.2f}; "
+    "median us of blocked_autorange(0.5 s), three rounds, rows interleaved"
+)
 rounds = {f.__name__: [] for f in ROWS}
 for _ in range(3):
     for f in ROWS:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nox
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent
 NOX = ROOT / ".nox"
@@ -33,10 +34,7 @@ MATRIX = tuple(
 TORCH = re.findall(r"[^\s,]+", os.environ.get("TORCH_VERSIONS", ",".join(MATRIX)))
 # The stable-ABI wheels load under the oldest torch of the matrix (of the run, when it names an
 # older one: TORCH_VERSIONS=2.11.0) and every newer one.
-STABLE_TARGET = min(
-    (".".join(v.split(".")[:2]) for v in (MATRIX[0], *TORCH)),
-    key=lambda v: tuple(map(int, v.split("."))),
-)
+STABLE_TARGET = min((".".join(v.split(".")[:2]) for v in (MATRIX[0], *TORCH)), key=Version)
 # universalmutator is pinned: its rules make tools/mutants.py's sample (tests/test_mutants.py).
 TEST_TOOLS = ["pip", "setuptools>=77", "ninja", "packaging", "pytest", "pytest-xdist",
               "hypothesis", "numpy", "pyyaml", "nox",
@@ -290,8 +288,9 @@ def stable(session: nox.Session) -> None:
     # Headers of the target's torch where the run has it (TORCH_VERSIONS=2.11.0): a newer
     # torch's headers, built for an older target, call dlsym@GLIBC_2.34 (no manylinux_2_28).
     found = Path(session.virtualenv.location) / f"builder-torch-{STABLE_TARGET}"
-    versions = sorted({*MATRIX, *TORCH}, key=lambda v: tuple(map(int, v.split("."))))
-    for builder in [found.read_text()] if found.exists() else versions:
+    for builder in (
+        [found.read_text()] if found.exists() else sorted({*MATRIX, *TORCH}, key=Version)
+    ):
         if torch_env(session, builder) is not None:
             break
     found.write_text(builder)

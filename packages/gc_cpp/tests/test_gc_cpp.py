@@ -25,6 +25,7 @@ from gc_cpp_battery import (
     random_adjacency,
 )
 from gc_cpp_battery import exact_graph_conv as reference
+from packaging.version import Version
 from torch.testing import assert_close
 
 import gc_cpp
@@ -603,7 +604,7 @@ def test_built_on_the_stable_abi():
     # nox's STABLE_TARGET (TORCH_VERSIONS=2.11.0 nox -s tests), or the target a build was
     # given on purpose (.ci/gpu_check.sh under the GPU machine's torch 2.11).
     running = ".".join(torch.__version__.split(".")[:2])
-    oldest = min("2.13", running, key=lambda v: tuple(map(int, v.split("."))))
+    oldest = min("2.13", running, key=Version)
     assert gc_cpp.BUILD_INFO["abi"] == "stable"
     assert gc_cpp.BUILD_INFO["torch_target"] == (
         os.environ.get("SHARED_BUILD_STABLE_TARGET") or oldest

@@ -536,7 +536,7 @@ def test_built_on_the_stable_abi():
     # nox's STABLE_TARGET (TORCH_VERSIONS=2.11.0 nox -s tests), or the target a build was
     # given on purpose (.ci/gpu_check.sh under the GPU machine's torch 2.11).
     running = ".".join(torch.__version__.split(".")[:2])
-    oldest = min("2.13", running, key=lambda v: tuple(map(int, v.split("."))))
+    oldest = min("2.13", running, key=Version)
     assert warp_perspective.BUILD_INFO["abi"] == "stable"
     assert warp_perspective.BUILD_INFO["torch_target"] == (
         os.environ.get("SHARED_BUILD_STABLE_TARGET") or oldest
